@@ -1,0 +1,142 @@
+//! `cargo bench --bench sandbox`: medians for the sandbox's hot paths, each
+//! against a baseline measured in the same run.
+//!
+//! - a trivial script in a fresh instance, vs. a fresh native QuickJS
+//!   runtime + context (rquickjs on the host, no Wasm) running the same script;
+//! - one `forge.callTool` round trip through the host import, with a tool
+//!   that answers at once: (time of 1,000 sequential calls − time of the
+//!   trivial script) / 1,000;
+//! - a CPU-bound script (fib(25) plus a 10^6-step loop), vs. the same script
+//!   in native QuickJS.
+//!
+//! Prints a Markdown table; README.md carries the figures.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use quickforge::{
+    BoxFuture, CacheDir, Dispatcher, ExecutionContext, ForgeError, Mode, NoServers, Sandbox,
+    SandboxLimits, Stash,
+};
+use serde_json::Value;
+
+const TRIVIAL: &str = "async () => 1 + 1";
+const CPU: &str = "async () => { const fib = (n) => n < 2 ? n : fib(n - 1) + fib(n - 2); let s = 0; for (let i = 0; i < 1000000; i++) s += i % 7; return fib(25) + s; }";
+const CALLS: u32 = 1000;
+
+/// A tool that answers at once, so only quickforge's own overhead is timed.
+struct Instant0;
+
+impl Dispatcher for Instant0 {
+    fn call_tool(&self, _: &str, _: &str, _: Value) -> BoxFuture<Result<Value, ForgeError>> {
+        Box::pin(async { Ok(Value::Bool(true)) })
+    }
+    fn read_resource(&self, _: &str, _: &str) -> BoxFuture<Result<Value, ForgeError>> {
+        Box::pin(async { Ok(Value::Null) })
+    }
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn micros(d: Duration) -> String {
+    format!("{:.1} µs", d.as_secs_f64() * 1e6)
+}
+
+async fn sample_sandbox(sandbox: &Sandbox, code: &str, warmup: usize, n: usize) -> Duration {
+    let cx = || ExecutionContext {
+        dispatcher: Arc::new(Instant0),
+        manifest: Arc::new(NoServers),
+        stash: Arc::new(Stash::default()),
+    };
+    for _ in 0..warmup {
+        sandbox
+            .run(Mode::Execute, code, cx())
+            .await
+            .result
+            .expect("bench script succeeds");
+    }
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let cx = cx();
+        let t = Instant::now();
+        let report = sandbox.run(Mode::Execute, code, cx).await;
+        samples.push(t.elapsed());
+        black_box(report.result.expect("bench script succeeds"));
+    }
+    median(samples)
+}
+
+/// The same script in native QuickJS: a new runtime and context, evaluate,
+/// call, drive the job queue, serialize the result.
+fn native_once(code: &str) -> String {
+    use rquickjs::{Context, Function, Promise, Runtime, Value};
+    let rt = Runtime::new().unwrap();
+    let ctx = Context::full(&rt).unwrap();
+    ctx.with(|ctx| {
+        let f: Function = ctx.eval(format!("(\n{code}\n)")).unwrap();
+        let v: Value = f.call(()).unwrap();
+        let p: Promise = v.into_promise().unwrap();
+        let out: Value = p.finish().unwrap();
+        ctx.json_stringify(out)
+            .unwrap()
+            .unwrap()
+            .to_string()
+            .unwrap()
+    })
+}
+
+fn sample_native(code: &str, warmup: usize, n: usize) -> Duration {
+    for _ in 0..warmup {
+        black_box(native_once(code));
+    }
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        black_box(native_once(code));
+        samples.push(t.elapsed());
+    }
+    median(samples)
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let t = Instant::now();
+        let sandbox = Sandbox::new(SandboxLimits::default(), CacheDir::Default).await.expect("sandbox builds");
+        eprintln!("sandbox ready in {:?}", t.elapsed());
+
+        let trivial = sample_sandbox(&sandbox, TRIVIAL, 200, 2000).await;
+        let trivial_native = sample_native(TRIVIAL, 200, 2000);
+
+        let calls_code = format!("async () => {{ for (let i = 0; i < {CALLS}; i++) await forge.callTool('s', 't', {{ i }}); return 1; }}");
+        let calls = sample_sandbox(&sandbox, &calls_code, 5, 41).await;
+        let per_call = calls.saturating_sub(trivial) / CALLS;
+
+        let cpu = sample_sandbox(&sandbox, CPU, 3, 21).await;
+        let cpu_native = sample_native(CPU, 3, 21);
+
+        let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
+        println!("| what | quickforge (median) | baseline (median) | ratio |");
+        println!("| --- | --- | --- | --- |");
+        println!(
+            "| trivial script, fresh instance | {} | {} native QuickJS runtime + context | {:.2}× |",
+            micros(trivial),
+            micros(trivial_native),
+            ratio(trivial, trivial_native)
+        );
+        println!("| one `callTool` round trip, zero-latency tool | {} | — | — |", micros(per_call));
+        println!(
+            "| CPU-bound script (fib(25) + 10^6 loop) | {} | {} native QuickJS | {:.2}× |",
+            micros(cpu),
+            micros(cpu_native),
+            ratio(cpu, cpu_native)
+        );
+    });
+}

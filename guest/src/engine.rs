@@ -1,0 +1,475 @@
+//! The QuickJS runtime and the life of one script.
+//!
+//! One runtime holds two contexts:
+//!
+//! - the **compiler** context has the `Eval` intrinsic and is only ever used
+//!   to compile source to bytecode (`JS_EVAL_FLAG_COMPILE_ONLY`); no script
+//!   code runs in it;
+//! - the **sandbox** context has no `Eval` intrinsic, so `eval`, `Function`,
+//!   `AsyncFunction` and `GeneratorFunction` all throw `eval is not
+//!   supported`, whatever path a script takes to reach them.
+//!
+//! Bytecode crosses from one to the other through `JS_WriteObject` /
+//! `JS_ReadObject`: reading binds the function to the sandbox realm (QuickJS
+//! runs bytecode in the realm it was read into), and `JS_EvalFunction` needs
+//! no eval intrinsic. Both contexts, the compiled prelude and its hooks are
+//! built in [`initialize`], which the host runs once under Wizer.
+
+use std::cell::RefCell;
+use std::ffi::CString;
+use std::ptr;
+
+use rquickjs::context::intrinsic;
+use rquickjs::promise::PromiseState;
+use rquickjs::{Context, Ctx, Function, Object, Persistent, Promise, Runtime, Value, qjs};
+
+use crate::natives;
+use crate::quickforge::sandbox::calls;
+use crate::quickforge::sandbox::types::{
+    ForgeError, Outcome, RunOptions, ScriptError, ScriptErrorKind,
+};
+
+const PRELUDE: &str = include_str!("prelude.js");
+
+/// File name scripts are compiled under; shows in stacks and syntax errors.
+const SCRIPT_NAME: &str = "script.js";
+
+/// Intrinsics of the sandbox context. Not `Eval` (see the module docs) and
+/// not `Performance` (a high-resolution timer is a side channel and nothing
+/// in the API needs it). `Proxy` is only there for `forge.server`; the
+/// prelude captures it and removes the global.
+type SandboxIntrinsics = (
+    intrinsic::Date,
+    intrinsic::RegExpCompiler,
+    intrinsic::RegExp,
+    intrinsic::Json,
+    intrinsic::Proxy,
+    intrinsic::MapSet,
+    intrinsic::TypedArrays,
+    intrinsic::Promise,
+    intrinsic::WeakRef,
+);
+
+/// Intrinsics of the compiler context: parsing needs the eval machinery, and
+/// regex literals are compiled at parse time.
+type CompilerIntrinsics = (intrinsic::Eval, intrinsic::RegExpCompiler);
+
+struct Engine {
+    runtime: Runtime,
+    compiler: Context,
+    sandbox: Context,
+    /// The object the prelude returned: `settle`, `toPromise`, `isForgeError`.
+    hooks: Persistent<Object<'static>>,
+}
+
+thread_local! {
+    static ENGINE: RefCell<Option<Engine>> = const { RefCell::new(None) };
+}
+
+/// Builds the engine if it is not built yet. Runs under Wizer, where no host
+/// import may be called.
+pub fn initialize() {
+    ENGINE.with(|cell| {
+        if cell.borrow().is_some() {
+            return;
+        }
+        let engine = match Engine::new() {
+            Ok(engine) => engine,
+            Err(message) => panic!("quickforge guest failed to initialize: {message}"),
+        };
+        *cell.borrow_mut() = Some(engine);
+    });
+}
+
+/// Runs one script; see `run` in `wit/sandbox.wit`.
+pub fn run(options: RunOptions, code: &str) -> Result<Outcome, ScriptError> {
+    initialize();
+    ENGINE.with(|cell| {
+        let engine = cell.borrow();
+        let engine = engine.as_ref().expect("initialized above");
+        engine.run(&options, code)
+    })
+}
+
+impl Engine {
+    fn new() -> Result<Self, String> {
+        let runtime = Runtime::new().map_err(|e| e.to_string())?;
+        let compiler =
+            Context::custom::<CompilerIntrinsics>(&runtime).map_err(|e| e.to_string())?;
+        let sandbox = Context::custom::<SandboxIntrinsics>(&runtime).map_err(|e| e.to_string())?;
+        let bytecode = compile(&compiler, PRELUDE, "prelude.js")?;
+        let hooks = sandbox.with(|ctx| -> Result<_, String> {
+            let describe = |e: rquickjs::Error| format!("{e}: {:?}", ctx.catch());
+            let prelude = load(&ctx, &bytecode).map_err(describe)?;
+            let prelude = prelude
+                .into_function()
+                .ok_or("the prelude is not a function")?;
+            let host = natives::host_object(&ctx).map_err(describe)?;
+            let hooks: Object = prelude.call((host,)).map_err(describe)?;
+            Ok(Persistent::save(&ctx, hooks))
+        })?;
+        // Collect what building the prelude left behind, so the snapshot is
+        // as small as it can be.
+        runtime.run_gc();
+        Ok(Engine {
+            runtime,
+            compiler,
+            sandbox,
+            hooks,
+        })
+    }
+
+    fn run(&self, options: &RunOptions, code: &str) -> Result<Outcome, ScriptError> {
+        natives::reseed();
+        self.runtime
+            .set_memory_limit(usize::try_from(options.js_memory_limit).unwrap_or(usize::MAX));
+        // Parenthesized, so the code must be one expression; the opening
+        // parenthesis shifts columns on line 1, which `script_positions` undoes.
+        let source = format!("({code}\n)");
+        let bytecode = compile(&self.compiler, &source, SCRIPT_NAME)
+            .map_err(|message| error(ScriptErrorKind::Syntax, script_positions(&message)))?;
+        self.sandbox.with(|ctx| {
+            let hooks = self
+                .hooks
+                .clone()
+                .restore(&ctx)
+                .map_err(|e| internal(format!("prelude hooks: {e}")))?;
+            let fail = |e: rquickjs::Error| exception(&ctx, &hooks, e);
+            let value = load(&ctx, &bytecode).map_err(fail)?;
+            let Some(function) = value.as_function() else {
+                return Err(error(
+                    ScriptErrorKind::NotAFunction,
+                    format!(
+                        "the code must be a function expression such as `async () => {{ ... }}`, \
+                         but it evaluated to {}",
+                        type_name(&value)
+                    ),
+                ));
+            };
+            let returned: Value = function.call(()).map_err(fail)?;
+            let to_promise: Function = hooks.get("toPromise").map_err(fail)?;
+            let promise: Promise = to_promise.call((returned,)).map_err(fail)?;
+            let settle: Function = hooks.get("settle").map_err(fail)?;
+            self.drive(&ctx, &promise, &settle).map_err(fail)?;
+            match promise.result::<Value>() {
+                Some(Ok(value)) => serialize(&ctx, &hooks, value, options.max_output_bytes),
+                Some(Err(e)) => Err(fail(e)),
+                None => Err(never_settled()),
+            }
+        })
+    }
+
+    /// Runs the job queue and feeds host completions in until `promise`
+    /// settles. Blocks in `next-completion` only when no job is left.
+    fn drive<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        promise: &Promise<'js>,
+        settle: &Function<'js>,
+    ) -> rquickjs::Result<()> {
+        loop {
+            run_jobs(ctx)?;
+            if promise.state() != PromiseState::Pending {
+                return Ok(());
+            }
+            if natives::in_flight() == 0 {
+                return Ok(());
+            }
+            let Some(done) = calls::next_completion() else {
+                return Ok(());
+            };
+            natives::completed();
+            match done.outcome {
+                Ok(json) => settle.call::<_, ()>((done.id, true, json))?,
+                Err(e) => {
+                    let e = natives::forge_error_value(ctx, e)?;
+                    settle.call::<_, ()>((done.id, false, e))?
+                }
+            }
+        }
+    }
+}
+
+/// Runs every pending job; an exception that escapes a job (only the engine's
+/// own failures, such as running out of memory, do) ends the run.
+fn run_jobs(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
+    let rt = unsafe { qjs::JS_GetRuntime(ctx.as_raw().as_ptr()) };
+    loop {
+        let mut job_ctx: *mut qjs::JSContext = ptr::null_mut();
+        // SAFETY: `rt` is the live runtime whose lock `ctx` holds.
+        let r = unsafe { qjs::JS_ExecutePendingJob(rt, &mut job_ctx) };
+        if r == 0 {
+            return Ok(());
+        }
+        if r < 0 {
+            // The exception is left pending on `job_ctx`; only the sandbox
+            // context ever runs jobs, so it is the one `ctx` will catch from.
+            return Err(rquickjs::Error::Exception);
+        }
+    }
+}
+
+/// Compiles `source` in the compiler context to serialized bytecode, or
+/// returns the syntax error's message with its location.
+fn compile(compiler: &Context, source: &str, filename: &str) -> Result<Vec<u8>, String> {
+    let input =
+        CString::new(source).map_err(|_| "the code contains a NUL character".to_string())?;
+    let filename = CString::new(filename).expect("static file names have no NUL");
+    compiler.with(|ctx| {
+        let raw = ctx.as_raw().as_ptr();
+        let mut options = qjs::JSEvalOptions {
+            version: qjs::JS_EVAL_OPTIONS_VERSION as i32,
+            eval_flags: (qjs::JS_EVAL_TYPE_GLOBAL | qjs::JS_EVAL_FLAG_COMPILE_ONLY) as i32,
+            filename: filename.as_ptr(),
+            line_num: 1,
+        };
+        // SAFETY: `raw` is the compiler context, locked by `with`; `input` is
+        // NUL-terminated as JS_Eval2 requires.
+        let compiled =
+            unsafe { qjs::JS_Eval2(raw, input.as_ptr(), source.len() as _, &mut options) };
+        if unsafe { qjs::JS_IsException(compiled) } {
+            let exc = ctx.catch();
+            return Err(syntax_message(&exc));
+        }
+        let mut size: qjs::size_t = 0;
+        // SAFETY: `compiled` is a live bytecode value owned here.
+        let buf = unsafe {
+            qjs::JS_WriteObject(raw, &mut size, compiled, qjs::JS_WRITE_OBJ_BYTECODE as i32)
+        };
+        unsafe { qjs::JS_FreeValue(raw, compiled) };
+        if buf.is_null() {
+            let exc = ctx.catch();
+            return Err(format!(
+                "could not serialize the compiled code: {}",
+                plain_message(&exc)
+            ));
+        }
+        // SAFETY: JS_WriteObject returned `size` bytes at `buf`, ours to free.
+        let bytes = unsafe { std::slice::from_raw_parts(buf, size as usize) }.to_vec();
+        unsafe { qjs::js_free(raw, buf.cast()) };
+        Ok(bytes)
+    })
+}
+
+/// Reads bytecode into the sandbox context and evaluates it.
+fn load<'js>(ctx: &Ctx<'js>, bytecode: &[u8]) -> rquickjs::Result<Value<'js>> {
+    let raw = ctx.as_raw().as_ptr();
+    // SAFETY: `raw` is the locked sandbox context; the buffer outlives the call.
+    unsafe {
+        let function = qjs::JS_ReadObject(
+            raw,
+            bytecode.as_ptr(),
+            bytecode.len() as _,
+            qjs::JS_READ_OBJ_BYTECODE as i32,
+        );
+        if qjs::JS_IsException(function) {
+            return Err(rquickjs::Error::Exception);
+        }
+        // Consumes `function`.
+        let value = qjs::JS_EvalFunction(raw, function);
+        if qjs::JS_IsException(value) {
+            return Err(rquickjs::Error::Exception);
+        }
+        Ok(Value::from_raw(ctx.clone(), value))
+    }
+}
+
+/// Turns the script's result into JSON text within the output limit.
+fn serialize<'js>(
+    ctx: &Ctx<'js>,
+    hooks: &Object<'js>,
+    value: Value<'js>,
+    max_output_bytes: u64,
+) -> Result<Outcome, ScriptError> {
+    let json = match ctx.json_stringify(value) {
+        Ok(Some(s)) => s.to_string().map_err(|e| exception(ctx, hooks, e))?,
+        Ok(None) => "null".to_string(),
+        Err(e) => {
+            let mut err = exception(ctx, hooks, e);
+            if err.kind == ScriptErrorKind::Thrown {
+                err.kind = ScriptErrorKind::NotSerializable;
+                err.message = format!("the result is not serializable to JSON: {}", err.message);
+            }
+            return Err(err);
+        }
+    };
+    if json.len() as u64 > max_output_bytes {
+        return Err(error(
+            ScriptErrorKind::OutputTooLarge,
+            format!(
+                "the result is {} bytes of JSON, over the {max_output_bytes}-byte output limit; \
+                 return less (filter, summarize, or page through the data)",
+                json.len()
+            ),
+        ));
+    }
+    Ok(Outcome { value_json: json })
+}
+
+/// Classifies the pending exception (after `e`) as a script error.
+fn exception<'js>(ctx: &Ctx<'js>, hooks: &Object<'js>, e: rquickjs::Error) -> ScriptError {
+    if !matches!(e, rquickjs::Error::Exception) {
+        // A conversion error raised by rquickjs itself, not by the script.
+        let message = e.to_string();
+        if message.contains("out of memory") {
+            return error(ScriptErrorKind::OutOfMemory, oom_message());
+        }
+        return internal(message);
+    }
+    let exc = ctx.catch();
+    let forge = forge_error(hooks, &exc);
+    let message = match &forge {
+        Some(f) => format!("ForgeError [{}]: {}", f.code, f.message),
+        None => plain_message(&exc),
+    };
+    let stack = exc
+        .as_object()
+        .and_then(|o| o.get::<_, Option<String>>("stack").ok().flatten())
+        .filter(|s| !s.is_empty())
+        .map(|s| script_positions(&s));
+    if message.ends_with("out of memory") {
+        return error(ScriptErrorKind::OutOfMemory, oom_message());
+    }
+    if message.contains("stack overflow") {
+        return ScriptError {
+            kind: ScriptErrorKind::StackOverflow,
+            message:
+                "the script recursed too deeply (stack overflow); use iteration or less nesting"
+                    .into(),
+            stack,
+            forge: None,
+        };
+    }
+    ScriptError {
+        kind: ScriptErrorKind::Thrown,
+        message,
+        stack,
+        forge,
+    }
+}
+
+fn forge_error<'js>(hooks: &Object<'js>, exc: &Value<'js>) -> Option<ForgeError> {
+    let is: Function = hooks.get("isForgeError").ok()?;
+    if !is.call::<_, bool>((exc.clone(),)).ok()? {
+        return None;
+    }
+    let obj = exc.as_object()?;
+    Some(ForgeError {
+        code: obj.get("code").ok()?,
+        message: obj.get("message").ok()?,
+        retryable: obj.get("retryable").unwrap_or(false),
+        suggestion: obj.get::<_, Option<String>>("suggestion").ok().flatten(),
+    })
+}
+
+/// `Name: message` for an Error, the JSON or string form of anything else.
+fn plain_message(exc: &Value<'_>) -> String {
+    if let Some(obj) = exc.as_object() {
+        let name = obj.get::<_, Option<String>>("name").ok().flatten();
+        let message = obj.get::<_, Option<String>>("message").ok().flatten();
+        match (name, message) {
+            (Some(n), Some(m)) if !m.is_empty() => return format!("{n}: {m}"),
+            (Some(n), _) if obj.is_error() => return n,
+            (_, Some(m)) => return m,
+            _ => {}
+        }
+    }
+    let text = exc
+        .ctx()
+        .json_stringify(exc.clone())
+        .ok()
+        .flatten()
+        .and_then(|s| s.to_string().ok())
+        .or_else(|| {
+            exc.get::<rquickjs::convert::Coerced<String>>()
+                .ok()
+                .map(|c| c.0)
+        })
+        .unwrap_or_else(|| type_name(exc).to_string());
+    format!("Uncaught {text}")
+}
+
+/// The syntax error's message with the line and column QuickJS reports.
+fn syntax_message(exc: &Value<'_>) -> String {
+    let message = plain_message(exc);
+    let location = exc
+        .as_object()
+        .and_then(|o| o.get::<_, Option<String>>("stack").ok().flatten())
+        .and_then(|stack| {
+            stack
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("at "))
+                .map(|l| l.trim_matches(|c| c == '(' || c == ')').to_string())
+        });
+    match location {
+        Some(at) => format!("{message} (at {at})"),
+        None => message,
+    }
+}
+
+/// Undoes the one-column shift the wrapping parenthesis causes on the
+/// script's first line, in every `script.js:1:<column>` of `text`.
+fn script_positions(text: &str) -> String {
+    let marker = "script.js:1:";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(marker) {
+        let (before, after) = rest.split_at(at + marker.len());
+        out.push_str(before);
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if let Ok(column) = after[..digits].parse::<u32>() {
+            out.push_str(&column.saturating_sub(1).max(1).to_string());
+        }
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn type_name(value: &Value<'_>) -> &'static str {
+    if value.is_undefined() {
+        "undefined"
+    } else if value.is_null() {
+        "null"
+    } else if value.is_bool() {
+        "a boolean"
+    } else if value.is_number() {
+        "a number"
+    } else if value.is_string() {
+        "a string"
+    } else if value.is_array() {
+        "an array"
+    } else if value.is_function() {
+        "a function"
+    } else if value.is_object() {
+        "an object"
+    } else {
+        "a value of another type"
+    }
+}
+
+fn oom_message() -> String {
+    "the script ran out of memory (the sandbox heap limit); work on smaller pieces of data".into()
+}
+
+fn never_settled() -> ScriptError {
+    error(
+        ScriptErrorKind::NeverSettled,
+        "the script's promise can never settle: nothing is pending and no job is queued \
+         (a promise that is never resolved, or an await on one)"
+            .into(),
+    )
+}
+
+fn error(kind: ScriptErrorKind, message: String) -> ScriptError {
+    ScriptError {
+        kind,
+        message,
+        stack: None,
+        forge: None,
+    }
+}
+
+fn internal(message: String) -> ScriptError {
+    error(ScriptErrorKind::Internal, message)
+}

@@ -1,0 +1,33 @@
+//! The quickforge guest: QuickJS (through rquickjs) compiled to a
+//! `wasm32-wasip2` component that implements the `sandbox` world in `wit/`.
+//!
+//! The host pre-initializes this component once with `wasmtime-wizer`
+//! (`wizer-initialize` builds the runtime, both contexts and the JS prelude),
+//! then instantiates a fresh copy of the snapshot for every script and calls
+//! `run` exactly once on it.
+//!
+//! - [`engine`]: the QuickJS runtime, compiling and running one script.
+//! - [`natives`]: the native functions the JS prelude uses to reach the host.
+//! - `prelude.js`: the JS API (`forge`, `manifest`, `console`, `ForgeError`).
+
+wit_bindgen::generate!({
+    world: "sandbox",
+    path: "../wit",
+});
+
+mod engine;
+mod natives;
+
+struct Component;
+
+impl Guest for Component {
+    fn run(options: RunOptions, code: String) -> Result<Outcome, ScriptError> {
+        engine::run(options, &code)
+    }
+
+    fn wizer_initialize() {
+        engine::initialize();
+    }
+}
+
+export!(Component);

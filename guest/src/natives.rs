@@ -1,0 +1,171 @@
+//! Native functions handed to the JS prelude as its `host` object: each one
+//! is a thin bridge to one WIT import. Failures are thrown as a
+//! `[code, message, retryable, suggestion]` array, which the prelude turns
+//! into a `ForgeError`.
+
+use std::cell::Cell;
+
+use rquickjs::function::Opt;
+use rquickjs::{Array, Ctx, Error, Function, IntoJs, Object, Result, Value};
+
+use crate::quickforge::sandbox::types::{ForgeError, LogLevel};
+use crate::quickforge::sandbox::{logging, manifest, random, resources, stash, tools};
+
+thread_local! {
+    /// Host operations started in this run and not yet completed.
+    static IN_FLIGHT: Cell<u32> = const { Cell::new(0) };
+    /// xorshift64* state behind `Math.random`; reseeded from the host per run.
+    static RNG: Cell<u64> = const { Cell::new(0x9E37_79B9_7F4A_7C15) };
+}
+
+/// Number of host operations started and not yet completed.
+pub fn in_flight() -> u32 {
+    IN_FLIGHT.with(Cell::get)
+}
+
+/// Records that one host operation completed.
+pub fn completed() {
+    IN_FLIGHT.with(|n| n.set(n.get().saturating_sub(1)));
+}
+
+/// Reseeds `Math.random` from the host's entropy; called at the start of
+/// every run, because the snapshot froze whatever state init left behind.
+pub fn reseed() {
+    let seed = random::seed();
+    // xorshift must not start at zero.
+    RNG.with(|s| {
+        s.set(if seed == 0 {
+            0x9E37_79B9_7F4A_7C15
+        } else {
+            seed
+        })
+    });
+    IN_FLIGHT.with(|n| n.set(0));
+}
+
+fn next_random() -> f64 {
+    RNG.with(|s| {
+        let mut x = s.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        s.set(x);
+        // 53 high bits of the xorshift64* output, scaled into [0, 1).
+        (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    })
+}
+
+/// Throws `err` into JS as the array the prelude expects.
+pub fn forge_error_value<'js>(ctx: &Ctx<'js>, err: ForgeError) -> Result<Value<'js>> {
+    let arr = Array::new(ctx.clone())?;
+    arr.set(0, err.code)?;
+    arr.set(1, err.message)?;
+    arr.set(2, err.retryable)?;
+    arr.set(3, err.suggestion)?;
+    Ok(arr.into_value())
+}
+
+fn throw(ctx: &Ctx<'_>, err: ForgeError) -> Error {
+    match forge_error_value(ctx, err) {
+        Ok(v) => ctx.throw(v),
+        Err(e) => e,
+    }
+}
+
+fn started<'js>(ctx: &Ctx<'js>, r: std::result::Result<u32, ForgeError>) -> Result<u32> {
+    match r {
+        Ok(id) => {
+            IN_FLIGHT.with(|n| n.set(n.get() + 1));
+            Ok(id)
+        }
+        Err(e) => Err(throw(ctx, e)),
+    }
+}
+
+fn level(name: &str) -> LogLevel {
+    match name {
+        "debug" => LogLevel::Debug,
+        "warn" => LogLevel::Warn,
+        "error" => LogLevel::Error,
+        _ => LogLevel::Info,
+    }
+}
+
+/// Builds the `host` object the prelude is called with.
+pub fn host_object<'js>(ctx: &Ctx<'js>) -> Result<Object<'js>> {
+    let host = Object::new(ctx.clone())?;
+    host.set(
+        "startCall",
+        Function::new(
+            ctx.clone(),
+            |ctx: Ctx<'js>, server: String, tool: String, args: String| {
+                started(&ctx, tools::start_call(&server, &tool, &args))
+            },
+        )?,
+    )?;
+    host.set(
+        "startRead",
+        Function::new(ctx.clone(), |ctx: Ctx<'js>, server: String, uri: String| {
+            started(&ctx, resources::start_read(&server, &uri))
+        })?,
+    )?;
+    host.set(
+        "stashPut",
+        Function::new(
+            ctx.clone(),
+            |ctx: Ctx<'js>, key: String, json: String, ttl: Opt<Option<f64>>| {
+                let ttl = ttl.0.flatten().map(|t| t.max(1.0) as u64);
+                stash::put(&key, &json, ttl).map_err(|e| throw(&ctx, e))
+            },
+        )?,
+    )?;
+    host.set(
+        "stashGet",
+        Function::new(ctx.clone(), |ctx: Ctx<'js>, key: String| {
+            stash::get(&key).map_err(|e| throw(&ctx, e))
+        })?,
+    )?;
+    host.set(
+        "stashDelete",
+        Function::new(ctx.clone(), |ctx: Ctx<'js>, key: String| {
+            stash::delete(&key).map_err(|e| throw(&ctx, e))
+        })?,
+    )?;
+    host.set(
+        "stashKeys",
+        Function::new(ctx.clone(), |ctx: Ctx<'js>| {
+            let keys = stash::keys().map_err(|e| throw(&ctx, e))?;
+            keys.into_js(&ctx)
+        })?,
+    )?;
+    host.set(
+        "manifestServers",
+        Function::new(ctx.clone(), manifest::servers)?,
+    )?;
+    host.set(
+        "manifestSearch",
+        Function::new(ctx.clone(), |query: String, limit: u32| {
+            manifest::search(&query, limit)
+        })?,
+    )?;
+    host.set(
+        "manifestTool",
+        Function::new(
+            ctx.clone(),
+            |ctx: Ctx<'js>, server: String, name: String| {
+                manifest::tool(&server, &name).map_err(|e| throw(&ctx, e))
+            },
+        )?,
+    )?;
+    host.set(
+        "log",
+        Function::new(ctx.clone(), |lvl: String, line: String| {
+            logging::log(level(&lvl), &line)
+        })?,
+    )?;
+    host.set(
+        "random",
+        Function::new(ctx.clone(), next_random)?.with_name("random")?,
+    )?;
+    Ok(host)
+}

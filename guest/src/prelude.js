@@ -1,0 +1,380 @@
+// The JS half of the quickforge guest: `forge`, `manifest`, `console`, `ForgeError`.
+//
+// This file is one function expression. The guest compiles it once, at
+// snapshot time, and calls it with `host`, an object of native functions that
+// reach the WIT imports. `host` is never stored on the global object: only the
+// closures below can reach it. Every built-in this file relies on is captured
+// here, before any script runs, so a script that replaces `JSON.parse` or
+// `Map.prototype.get` changes nothing in this machinery.
+//
+// The public shape of this API is documented in `host/forge.d.ts`.
+(function (host) {
+  "use strict";
+
+  const global = globalThis;
+  const ObjectCreate = Object.create;
+  const ObjectFreeze = Object.freeze;
+  const ObjectDefineProperty = Object.defineProperty;
+  const ObjectKeys = Object.keys;
+  const ArrayIsArray = Array.isArray;
+  const apply = Reflect.apply;
+  const ProxyCtor = Proxy;
+  const PromiseCtor = Promise;
+  const promiseResolve = (v) => apply(Promise.resolve, PromiseCtor, [v]);
+  const jsonParse = JSON.parse;
+  const jsonStringify = JSON.stringify;
+  const StringCtor = String;
+  const ErrorCtor = Error;
+  const NumberIsFinite = Number.isFinite;
+  const MathFloor = Math.floor;
+  const MathMin = Math.min;
+  const MathMax = Math.max;
+
+  // -- ForgeError -----------------------------------------------------------
+
+  /** What every failure of a `forge.*` call throws. */
+  class ForgeError extends ErrorCtor {
+    constructor(code, message, retryable, suggestion) {
+      super(message);
+      ObjectDefineProperty(this, "name", { value: "ForgeError", enumerable: false, writable: true, configurable: true });
+      this.code = StringCtor(code);
+      this.retryable = !!retryable;
+      this.suggestion = suggestion == null ? null : StringCtor(suggestion);
+    }
+    toJSON() {
+      return { name: "ForgeError", code: this.code, message: this.message, retryable: this.retryable, suggestion: this.suggestion };
+    }
+  }
+  ObjectFreeze(ForgeError.prototype);
+  ObjectFreeze(ForgeError);
+
+  // `host` natives report a failure by throwing [code, message, retryable,
+  // suggestion]; `native` turns that into a ForgeError.
+  const toError = (e) => new ForgeError(e[0], e[1], e[2], e[3]);
+  function native(f, a, b, c) {
+    try {
+      return f(a, b, c);
+    } catch (e) {
+      throw ArrayIsArray(e) ? toError(e) : e;
+    }
+  }
+  const usage = (message, suggestion) => new ForgeError("INVALID_ARGUMENT", message, false, suggestion);
+
+  // -- calls in flight ------------------------------------------------------
+
+  // id -> { resolve, reject }; a null-prototype object so that nothing a script
+  // puts on Object.prototype can be mistaken for an entry.
+  const pending = ObjectCreate(null);
+
+  // A promise for the call the host started under `id`.
+  function track(id) {
+    return new PromiseCtor((resolve, reject) => {
+      pending[id] = { resolve, reject };
+    });
+  }
+
+  // Called by the guest's run loop, in Rust, when the host reports a
+  // completion: `ok` with JSON text, or an error tuple.
+  function settle(id, ok, payload) {
+    const entry = pending[id];
+    if (entry === undefined) return;
+    delete pending[id];
+    if (ok) {
+      let value;
+      try {
+        value = jsonParse(payload);
+      } catch (e) {
+        entry.reject(new ForgeError("INTERNAL", "the host returned malformed JSON", false, null));
+        return;
+      }
+      entry.resolve(value);
+    } else {
+      entry.reject(toError(payload));
+    }
+  }
+
+  // -- forge ----------------------------------------------------------------
+
+  function requireName(what, value) {
+    if (typeof value !== "string" || value.length === 0) {
+      throw usage(`${what} must be a non-empty string, got ${describe(value)}`, null);
+    }
+  }
+
+  function describe(value) {
+    if (value === null) return "null";
+    if (ArrayIsArray(value)) return "an array";
+    return typeof value;
+  }
+
+  function encodeArgs(args) {
+    if (args === undefined || args === null) return "{}";
+    if (typeof args !== "object" || ArrayIsArray(args)) {
+      throw usage(`tool arguments must be an object, got ${describe(args)}`, "pass an object such as { query: \"...\" }");
+    }
+    try {
+      return jsonStringify(args);
+    } catch (e) {
+      throw usage(`tool arguments are not serializable to JSON: ${e && e.message}`, "pass plain data: no BigInt, no cycles");
+    }
+  }
+
+  function callTool(server, tool, args) {
+    try {
+      requireName("server", server);
+      requireName("tool", tool);
+      return track(native(host.startCall, server, tool, encodeArgs(args)));
+    } catch (e) {
+      return new PromiseCtor((_, reject) => reject(e));
+    }
+  }
+
+  function readResource(server, uri) {
+    try {
+      requireName("server", server);
+      requireName("uri", uri);
+      return track(native(host.startRead, server, uri));
+    } catch (e) {
+      return new PromiseCtor((_, reject) => reject(e));
+    }
+  }
+
+  // `forge.server(name).tool(args)` and `forge.server(name).category.tool(args)`:
+  // every property step extends a dotted tool name; calling it calls the tool.
+  function server(name) {
+    requireName("server", name);
+    const node = (path) =>
+      new ProxyCtor(() => {}, {
+        get(_, prop) {
+          // Symbols, and `then` (so that `await forge.server(x)` does not try
+          // to call a tool named "then"), are not tool names.
+          if (typeof prop !== "string" || prop === "then") return undefined;
+          return node(path === null ? prop : `${path}.${prop}`);
+        },
+        apply(_, __, argv) {
+          if (path === null) {
+            return new PromiseCtor((_, reject) =>
+              reject(usage(`forge.server("${name}") is not a function`, `call a tool: forge.server("${name}").<tool>(args)`)),
+            );
+          }
+          return callTool(name, path, argv[0]);
+        },
+        set() {
+          return false;
+        },
+        defineProperty() {
+          return false;
+        },
+      });
+    return node(null);
+  }
+
+  // Stash operations complete synchronously on the host; they still return
+  // promises so that scripts written for Forgemax (`await forge.stash.get(k)`)
+  // run unchanged.
+  function settled(fn) {
+    try {
+      return promiseResolve(fn());
+    } catch (e) {
+      return new PromiseCtor((_, reject) => reject(e));
+    }
+  }
+
+  const stash = ObjectFreeze({
+    put(key, value, options) {
+      return settled(() => {
+        requireName("key", key);
+        let ttl = options == null ? undefined : options.ttl;
+        if (ttl !== undefined && (typeof ttl !== "number" || !NumberIsFinite(ttl) || ttl <= 0)) {
+          throw usage(`ttl must be a positive number of seconds, got ${StringCtor(ttl)}`, null);
+        }
+        let json;
+        try {
+          json = jsonStringify(value === undefined ? null : value);
+        } catch (e) {
+          throw usage(`stash value is not serializable to JSON: ${e && e.message}`, "store plain data: no BigInt, no cycles");
+        }
+        native(host.stashPut, key, json, ttl === undefined ? undefined : MathMax(1, MathFloor(ttl)));
+        return { ok: true };
+      });
+    },
+    get(key) {
+      return settled(() => {
+        requireName("key", key);
+        const json = native(host.stashGet, key);
+        return json == null ? null : jsonParse(json);
+      });
+    },
+    delete(key) {
+      return settled(() => {
+        requireName("key", key);
+        return { deleted: native(host.stashDelete, key) };
+      });
+    },
+    keys() {
+      return settled(() => native(host.stashKeys));
+    },
+  });
+
+  /** Default and ceiling of `forge.parallel`'s concurrency. */
+  const PARALLEL_DEFAULT = 8;
+  const PARALLEL_MAX = 64;
+
+  // Runs `calls` (functions, or `{ fn }` descriptors) with at most
+  // `concurrency` in flight. Resolves to { results, errors, aborted }:
+  // results[i] is call i's value (null if it failed or never ran), errors
+  // lists { index, error } for the failures, aborted says whether failFast
+  // stopped the remaining calls after the first failure.
+  async function parallel(calls, options) {
+    if (!ArrayIsArray(calls)) {
+      throw usage(`forge.parallel expects an array of functions, got ${describe(calls)}`, "forge.parallel([() => forge.callTool(...), ...])");
+    }
+    const opts = options == null ? {} : options;
+    let concurrency = opts.concurrency === undefined ? PARALLEL_DEFAULT : opts.concurrency;
+    if (typeof concurrency !== "number" || !NumberIsFinite(concurrency) || concurrency < 1) {
+      throw usage(`concurrency must be a number >= 1, got ${StringCtor(concurrency)}`, null);
+    }
+    concurrency = MathMin(MathFloor(concurrency), PARALLEL_MAX);
+    const failFast = !!opts.failFast;
+    const n = calls.length;
+    const results = [];
+    for (let i = 0; i < n; i++) results[i] = null;
+    const errors = [];
+    let next = 0;
+    let aborted = false;
+
+    async function worker() {
+      while (!aborted && next < n) {
+        const index = next++;
+        const call = calls[index];
+        const fn = typeof call === "function" ? call : call != null ? call.fn : undefined;
+        try {
+          if (typeof fn !== "function") {
+            throw usage(`forge.parallel: item ${index} is not a function or { fn }`, null);
+          }
+          results[index] = await fn();
+        } catch (e) {
+          errors[errors.length] = { index, error: plainError(e) };
+          if (failFast) aborted = true;
+        }
+      }
+    }
+    const workers = [];
+    for (let i = 0; i < MathMin(concurrency, n); i++) workers[i] = worker();
+    for (let i = 0; i < workers.length; i++) await workers[i];
+    return { results, errors, aborted };
+  }
+
+  function plainError(e) {
+    if (e instanceof ForgeError) return e.toJSON();
+    if (e !== null && typeof e === "object") {
+      return { name: StringCtor(e.name), code: "THROWN", message: StringCtor(e.message), retryable: false, suggestion: null };
+    }
+    return { name: "Error", code: "THROWN", message: StringCtor(e), retryable: false, suggestion: null };
+  }
+
+  // -- logging --------------------------------------------------------------
+
+  function format(value) {
+    if (typeof value === "string") return value;
+    if (value instanceof ErrorCtor) return `${value.name}: ${value.message}`;
+    if (value === undefined) return "undefined";
+    if (typeof value === "function") return `[function ${value.name || "anonymous"}]`;
+    if (typeof value === "bigint") return `${value}n`;
+    if (typeof value === "symbol") return value.toString();
+    try {
+      const s = jsonStringify(value);
+      return s === undefined ? StringCtor(value) : s;
+    } catch (e) {
+      return StringCtor(value);
+    }
+  }
+
+  function logger(level) {
+    return function () {
+      let line = "";
+      for (let i = 0; i < arguments.length; i++) {
+        line += (i === 0 ? "" : " ") + format(arguments[i]);
+      }
+      host.log(level, line);
+    };
+  }
+
+  const forge = ObjectFreeze({
+    callTool,
+    server,
+    readResource,
+    stash,
+    parallel,
+    log: logger("info"),
+  });
+
+  const console = ObjectFreeze({
+    log: logger("info"),
+    info: logger("info"),
+    debug: logger("debug"),
+    warn: logger("warn"),
+    error: logger("error"),
+  });
+
+  // -- manifest -------------------------------------------------------------
+
+  let serversCache = null;
+  const manifest = ObjectFreeze(
+    ObjectCreate(Object.prototype, {
+      servers: {
+        enumerable: true,
+        get() {
+          if (serversCache === null) serversCache = jsonParse(host.manifestServers());
+          return serversCache;
+        },
+      },
+      search: {
+        enumerable: true,
+        value: function search(query, options) {
+          if (typeof query !== "string") {
+            throw usage(`manifest.search expects a string query, got ${describe(query)}`, 'manifest.search("issues")');
+          }
+          let limit = options == null || options.limit === undefined ? 10 : options.limit;
+          if (typeof limit !== "number" || !NumberIsFinite(limit) || limit < 1) {
+            throw usage(`limit must be a number >= 1, got ${StringCtor(limit)}`, null);
+          }
+          return jsonParse(host.manifestSearch(query, MathMin(MathFloor(limit), 1000)));
+        },
+      },
+      tool: {
+        enumerable: true,
+        value: function tool(server, name) {
+          requireName("server", server);
+          requireName("tool", name);
+          return jsonParse(native(host.manifestTool, server, name));
+        },
+      },
+    }),
+  );
+
+  // -- the global object ----------------------------------------------------
+
+  const hidden = (name, value) =>
+    ObjectDefineProperty(global, name, { value, enumerable: false, writable: false, configurable: false });
+  hidden("forge", forge);
+  hidden("manifest", manifest);
+  hidden("ForgeError", ForgeError);
+  hidden("console", console);
+
+  // Deny by default: the sandbox context has no eval intrinsic, so `eval` and
+  // every Function constructor already throw; remove the names as well, and
+  // the Proxy constructor, which only `forge.server` needs (captured above).
+  delete global.eval;
+  delete global.Proxy;
+  // Without threads it is only an ArrayBuffer, but nothing needs it.
+  delete global.SharedArrayBuffer;
+  ObjectDefineProperty(Math, "random", { value: host.random, enumerable: false, writable: true, configurable: true });
+
+  // The guest's hooks: what its Rust half calls during a run.
+  return ObjectFreeze({
+    settle,
+    toPromise: promiseResolve,
+    isForgeError: (e) => e instanceof ForgeError,
+  });
+})

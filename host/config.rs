@@ -1,0 +1,224 @@
+//! forge.toml: parsed strictly into raw serde types, then validated into the
+//! [`Config`] the program runs on.
+//!
+//! Discovery: `--config PATH`, else `$FORGE_CONFIG`, else `./forge.toml`;
+//! with none of them, quickforge runs with defaults and says so on stderr.
+//! Every key is documented, with its default and reason, in
+//! `forge.toml.example` and in [`SandboxLimits`] / [`StashLimits`].
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::sandbox::{CacheDir, MIN_HEAP, SandboxLimits};
+use crate::stash::StashLimits;
+
+/// A configuration problem, naming the file and what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("could not read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML, or has an unknown key or a wrong type.
+    #[error("invalid config file {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, with line, column and key.
+        message: String,
+    },
+    /// A value is out of its allowed range.
+    #[error("invalid config file {path}: key `{key}`: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The dotted key.
+        key: String,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+}
+
+/// The validated configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// Where it was loaded from; `None` for defaults.
+    pub source: Option<PathBuf>,
+    /// `[sandbox]`.
+    pub sandbox: SandboxLimits,
+    /// `[sandbox.stash]`.
+    pub stash: StashLimits,
+    /// `[sandbox] cache_dir`.
+    pub cache_dir: CacheDir,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    sandbox: RawSandbox,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawSandbox {
+    timeout_secs: f64,
+    max_fuel: u64,
+    max_heap_mb: u64,
+    max_code_size: usize,
+    max_output_size: usize,
+    max_tool_calls: u32,
+    max_args_size: usize,
+    max_concurrent: usize,
+    max_queue_wait_ms: u64,
+    max_log_lines: usize,
+    max_log_bytes: usize,
+    cache_dir: Option<PathBuf>,
+    /// Forgemax's choice of isolation; accepted so its configs load, and
+    /// ignored: quickforge always runs each script in its own Wasm instance.
+    execution_mode: Option<String>,
+    stash: StashLimits,
+}
+
+impl Default for RawSandbox {
+    fn default() -> Self {
+        let d = SandboxLimits::default();
+        RawSandbox {
+            timeout_secs: d.timeout.as_secs_f64(),
+            max_fuel: d.max_fuel,
+            max_heap_mb: (d.max_heap / (1024 * 1024)) as u64,
+            max_code_size: d.max_code_size,
+            max_output_size: d.max_output_size,
+            max_tool_calls: d.max_tool_calls,
+            max_args_size: d.max_args_size,
+            max_concurrent: d.max_concurrent,
+            max_queue_wait_ms: d.max_queue_wait.as_millis() as u64,
+            max_log_lines: d.max_log_lines,
+            max_log_bytes: d.max_log_bytes,
+            cache_dir: None,
+            execution_mode: None,
+            stash: StashLimits::default(),
+        }
+    }
+}
+
+/// Largest `timeout_secs`: ten minutes. Longer scripts hold a slot and the
+/// client's turn for too long; split the work instead.
+pub const MAX_TIMEOUT_SECS: f64 = 600.0;
+/// Largest `max_heap_mb`: 4 GiB, the most a 32-bit Wasm memory can address.
+pub const MAX_HEAP_MB: u64 = 4096;
+
+impl Config {
+    /// Finds and loads the configuration: `explicit`, else `$FORGE_CONFIG`,
+    /// else `./forge.toml`, else defaults.
+    pub fn discover(explicit: Option<&Path>) -> Result<Config, ConfigError> {
+        if let Some(path) = explicit {
+            return Config::load(path);
+        }
+        if let Some(path) = std::env::var_os("FORGE_CONFIG").filter(|p| !p.is_empty()) {
+            return Config::load(Path::new(&path));
+        }
+        let local = Path::new("forge.toml");
+        if local.exists() {
+            return Config::load(local);
+        }
+        Ok(Config::default())
+    }
+
+    /// Loads and validates the file at `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Config::parse(&text, path)
+    }
+
+    /// Parses and validates `text`, reporting errors against `path`.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        let s = raw.sandbox;
+        let invalid = |key: &str, message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            key: format!("sandbox.{key}"),
+            message,
+        };
+        if !(s.timeout_secs > 0.0 && s.timeout_secs <= MAX_TIMEOUT_SECS) {
+            return Err(invalid(
+                "timeout_secs",
+                format!(
+                    "must be above 0 and at most {MAX_TIMEOUT_SECS}, got {}",
+                    s.timeout_secs
+                ),
+            ));
+        }
+        let min_heap_mb = (MIN_HEAP / (1024 * 1024)) as u64;
+        if !(min_heap_mb..=MAX_HEAP_MB).contains(&s.max_heap_mb) {
+            return Err(invalid(
+                "max_heap_mb",
+                format!(
+                    "must be from {min_heap_mb} to {MAX_HEAP_MB}, got {}",
+                    s.max_heap_mb
+                ),
+            ));
+        }
+        let positive = [
+            ("max_fuel", s.max_fuel as u128),
+            ("max_code_size", s.max_code_size as u128),
+            ("max_output_size", s.max_output_size as u128),
+            ("max_args_size", s.max_args_size as u128),
+            ("max_concurrent", s.max_concurrent as u128),
+            ("stash.max_keys", s.stash.max_keys as u128),
+            ("stash.max_value_size", s.stash.max_value_size as u128),
+            ("stash.max_total_size", s.stash.max_total_size as u128),
+            ("stash.default_ttl_secs", s.stash.default_ttl_secs as u128),
+        ];
+        for (key, value) in positive {
+            if value == 0 {
+                return Err(invalid(key, "must be greater than 0".into()));
+            }
+        }
+        if s.stash.default_ttl_secs > s.stash.max_ttl_secs {
+            return Err(invalid(
+                "stash.default_ttl_secs",
+                format!(
+                    "must not exceed stash.max_ttl_secs ({}), got {}",
+                    s.stash.max_ttl_secs, s.stash.default_ttl_secs
+                ),
+            ));
+        }
+        if let Some(mode) = &s.execution_mode {
+            tracing::warn!(
+                execution_mode = %mode,
+                "config key sandbox.execution_mode is ignored: quickforge runs every script in its own WebAssembly instance"
+            );
+        }
+        Ok(Config {
+            source: Some(path.to_path_buf()),
+            sandbox: SandboxLimits {
+                timeout: Duration::from_secs_f64(s.timeout_secs),
+                max_fuel: s.max_fuel,
+                max_heap: (s.max_heap_mb * 1024 * 1024) as usize,
+                max_code_size: s.max_code_size,
+                max_output_size: s.max_output_size,
+                max_tool_calls: s.max_tool_calls,
+                max_args_size: s.max_args_size,
+                max_concurrent: s.max_concurrent,
+                max_queue_wait: Duration::from_millis(s.max_queue_wait_ms),
+                max_log_lines: s.max_log_lines,
+                max_log_bytes: s.max_log_bytes,
+            },
+            stash: s.stash,
+            cache_dir: s.cache_dir.map_or(CacheDir::Default, CacheDir::Path),
+        })
+    }
+}

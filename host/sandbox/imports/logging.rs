@@ -1,0 +1,26 @@
+//! `logging`: captured script output, bounded by `max_log_lines` and
+//! `max_log_bytes`; lines past either bound are counted, not kept.
+
+use super::super::bindings::quickforge::sandbox::logging::Host;
+use super::super::bindings::quickforge::sandbox::types::LogLevel as WitLevel;
+use super::super::{LogLevel, LogLine, State};
+
+impl Host for State {
+    fn log(&mut self, level: WitLevel, message: String) -> wasmtime::Result<()> {
+        if self.logs.len() >= self.max_log_lines
+            || self.log_bytes + message.len() > self.max_log_bytes
+        {
+            self.logs_dropped = self.logs_dropped.saturating_add(1);
+            return Ok(());
+        }
+        self.log_bytes += message.len();
+        let level = match level {
+            WitLevel::Debug => LogLevel::Debug,
+            WitLevel::Info => LogLevel::Info,
+            WitLevel::Warn => LogLevel::Warn,
+            WitLevel::Error => LogLevel::Error,
+        };
+        self.logs.push(LogLine { level, message });
+        Ok(())
+    }
+}

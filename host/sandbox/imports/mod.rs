@@ -1,0 +1,88 @@
+//! The host side of every WIT import, one file per interface.
+//!
+//! Trap versus error: an import's outer `wasmtime::Result` is a trap (a host
+//! bug); everything a script can cause — a policy refusal, a spent budget, a
+//! downstream failure — is the WIT-level `forge-error` the guest throws as a
+//! `ForgeError`.
+
+mod calls;
+mod logging;
+mod manifest;
+mod random;
+mod resources;
+mod stash;
+mod tools;
+
+use std::future::Future;
+
+use super::bindings::quickforge::sandbox::types as wit;
+use super::{Mode, State};
+use crate::error::ForgeError;
+
+/// Code of the error a script gets once it has started `max_tool_calls`
+/// operations; an uncaught one ends the execution as `tool_call_budget`.
+pub const TOOL_CALL_BUDGET: &str = "TOOL_CALL_BUDGET";
+
+impl wit::Host for State {}
+
+impl From<ForgeError> for wit::ForgeError {
+    fn from(e: ForgeError) -> Self {
+        wit::ForgeError {
+            code: e.code,
+            message: e.message,
+            retryable: e.retryable,
+            suggestion: e.suggestion,
+        }
+    }
+}
+
+impl State {
+    /// Refuses `what` in search mode.
+    fn require_execute(&self, what: &str) -> Result<(), ForgeError> {
+        match self.mode {
+            Mode::Execute => Ok(()),
+            Mode::Search => Err(ForgeError::new(
+                "MODE_DENIED",
+                format!("{what} is not available in search; search code can only read `manifest`"),
+            )
+            .suggest("find the tool with search, then call it from the execute tool")),
+        }
+    }
+
+    /// Starts one downstream operation after the mode and budget checks, and
+    /// returns its call id. The operation runs as its own tokio task, so it
+    /// makes progress while the guest keeps running its job queue.
+    fn start_operation<F>(
+        &mut self,
+        what: &str,
+        op: impl FnOnce(&Self) -> F,
+    ) -> Result<u32, ForgeError>
+    where
+        F: Future<Output = Result<serde_json::Value, ForgeError>> + Send + 'static,
+    {
+        self.require_execute(what)?;
+        if self.calls_started >= self.max_tool_calls {
+            return Err(ForgeError::new(
+                TOOL_CALL_BUDGET,
+                format!(
+                    "this execution already started its limit of {} tool calls and resource reads",
+                    self.max_tool_calls
+                ),
+            )
+            .suggest("batch the work into fewer calls, or continue in another execution (forge.stash carries data over)"));
+        }
+        self.calls_started += 1;
+        let id = self.calls_started;
+        let op = op(self);
+        let task = self.calls.spawn(async move {
+            let outcome = op.await.and_then(|value| {
+                serde_json::to_string(&value).map_err(|e| {
+                    ForgeError::new("INTERNAL", format!("could not encode the result: {e}"))
+                })
+            });
+            (id, outcome)
+        });
+        self.call_ids.insert(task.id(), id);
+        Ok(id)
+    }
+}

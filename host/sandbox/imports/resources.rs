@@ -1,0 +1,18 @@
+//! `resources`: starting resource reads.
+
+use super::super::State;
+use super::super::bindings::quickforge::sandbox::{resources::Host, types::ForgeError as WitError};
+
+impl Host for State {
+    fn start_read(
+        &mut self,
+        server: String,
+        uri: String,
+    ) -> wasmtime::Result<Result<u32, WitError>> {
+        Ok(self
+            .start_operation("forge.readResource", |s| {
+                s.cx.dispatcher.read_resource(&server, &uri)
+            })
+            .map_err(Into::into))
+    }
+}

@@ -1,0 +1,84 @@
+//! The limits every execution runs under, with their defaults and the reason
+//! for each value. forge.toml sets them under `[sandbox]`.
+
+use std::time::Duration;
+
+/// Hard limits of one execution, enforced by the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxLimits {
+    /// Wall-clock limit of one execution, tool calls included. 5 s (as in
+    /// Forgemax): an agent's turn should not stall on one script, and a script
+    /// that chains calls to slow tools should use fewer, larger calls.
+    pub timeout: Duration,
+    /// CPU budget in Wasmtime fuel units (about one per Wasm instruction).
+    /// 20 billion is roughly 2 s of pure JS on a 2-core x86 machine: a glue
+    /// script needs milliseconds, and keeping the budget below the timeout
+    /// makes a spinning script end as `cpu_budget` (deterministic: the same
+    /// script always stops at the same point) rather than `timeout`.
+    pub max_fuel: u64,
+    /// Linear memory of one instance, in bytes: the QuickJS heap plus the
+    /// guest's stack and static data. 64 MiB (as in Forgemax).
+    pub max_heap: usize,
+    /// Longest accepted script, in bytes. 64 KiB: a script is glue, and its
+    /// source also costs the model's context.
+    pub max_code_size: usize,
+    /// Largest JSON result, in bytes. 1 MiB (about 250k tokens): more would
+    /// flood the model's context anyway.
+    pub max_output_size: usize,
+    /// Downstream operations (tool calls and resource reads) one execution
+    /// may start. 50 (as in Forgemax): enough to fan out, bounded so a
+    /// runaway loop cannot hammer downstream servers.
+    pub max_tool_calls: u32,
+    /// Largest arguments of one tool call, as JSON bytes. 1 MiB: bigger
+    /// payloads belong in a file or a resource, not a tool argument.
+    pub max_args_size: usize,
+    /// Executions running at once. 8 (as in Forgemax): each holds up to
+    /// `max_heap` of memory and a Wasm stack; 8 keeps that under 1 GiB.
+    pub max_concurrent: usize,
+    /// How long an execution waits for a free slot before failing as `busy`.
+    /// 2 s: long enough to absorb a burst, short enough to tell the client
+    /// promptly instead of stacking up work.
+    pub max_queue_wait: Duration,
+    /// Log lines (`console.*`, `forge.log`) kept per execution. 200: logs go
+    /// back into the model's context; beyond this they are counted, not kept.
+    pub max_log_lines: usize,
+    /// Log bytes kept per execution. 64 KiB, for the same reason.
+    pub max_log_bytes: usize,
+}
+
+impl Default for SandboxLimits {
+    fn default() -> Self {
+        SandboxLimits {
+            timeout: Duration::from_secs(5),
+            max_fuel: 20_000_000_000,
+            max_heap: 64 * 1024 * 1024,
+            max_code_size: 64 * 1024,
+            max_output_size: 1024 * 1024,
+            max_tool_calls: 50,
+            max_args_size: 1024 * 1024,
+            max_concurrent: 8,
+            max_queue_wait: Duration::from_secs(2),
+            max_log_lines: 200,
+            max_log_bytes: 64 * 1024,
+        }
+    }
+}
+
+/// Smallest `max_heap` accepted: the guest's 4 MiB shadow stack, its static
+/// data and the snapshot's initial heap must fit with room to spare.
+pub const MIN_HEAP: usize = 16 * 1024 * 1024;
+
+/// Memory kept back from QuickJS's own allocator limit, out of `max_heap`: the
+/// guest's shadow stack (4 MiB), static data and the Rust side's allocations.
+/// With it, running out of memory is a catchable JS `out of memory` error
+/// rather than a failed allocation outside QuickJS.
+pub const JS_HEAP_HEADROOM: usize = 8 * 1024 * 1024;
+
+impl SandboxLimits {
+    /// The QuickJS allocator limit derived from `max_heap`.
+    pub fn js_memory_limit(&self) -> usize {
+        self.max_heap
+            .saturating_sub(JS_HEAP_HEADROOM)
+            .max(self.max_heap / 2)
+    }
+}

@@ -1,0 +1,539 @@
+//! The sandbox: runs one script in a fresh instance of the QuickJS guest
+//! component, under hard limits.
+//!
+//! [`Sandbox::new`] builds the Wasmtime engine, the linker and the
+//! pre-instantiated component once (from a Wizer snapshot, AOT-compiled and
+//! cached on disk, see [`artifact`]). [`Sandbox::run`] then gives every
+//! execution its own `Store` and instance:
+//!
+//! - **CPU**: fuel (`max_fuel`), so a spinning script stops deterministically;
+//! - **wall time**: an epoch deadline checked every tick of a 10 ms ticker,
+//!   yielding to tokio at each tick so a spinning script never holds a worker
+//!   thread, plus a tokio deadline over the whole call for time spent waiting
+//!   on the host;
+//! - **memory**: a resource limiter on linear memory (`max_heap`), and the
+//!   QuickJS allocator limit a little below it;
+//! - **stack**: `max_wasm_stack` below the guest's shadow stack, so deep
+//!   recursion traps cleanly;
+//! - **everything else** (code, output, args, call count, logs, concurrency)
+//!   is checked by the host code in this module and in [`imports`].
+
+mod artifact;
+mod imports;
+mod limits;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
+    Trap, UpdateDeadline,
+};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+pub use artifact::CacheDir;
+pub use limits::{JS_HEAP_HEADROOM, MIN_HEAP, SandboxLimits};
+
+use crate::dispatch::{Dispatcher, ManifestView, NoServers};
+use crate::error::{ErrorKind, ExecutionError, ForgeError};
+use crate::stash::Stash;
+
+/// Bindings generated from `wit/`, the single source of truth of the
+/// host–guest contract.
+mod bindings {
+    wasmtime::component::bindgen!({
+        world: "sandbox",
+        path: "wit",
+        imports: {
+            "quickforge:sandbox/calls.next-completion": async,
+            default: trappable,
+        },
+        exports: { default: async },
+    });
+}
+
+use bindings::quickforge::sandbox::types as wit;
+
+/// How often the epoch ticker advances the engine's epoch. Every tick a
+/// running guest yields to tokio and checks its deadline, so this is both the
+/// timeout's resolution and the longest a guest holds a worker thread.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Native stack Wasm code may use. 1 MiB is below the guest's 4 MiB shadow
+/// stack (see `guest/.cargo/config.toml`), so deep JS recursion runs out of
+/// this one first and traps as a clean `StackOverflow`.
+const MAX_WASM_STACK: usize = 1024 * 1024;
+
+/// Stack of each async fiber a guest runs on: `MAX_WASM_STACK` plus room for
+/// the host functions the guest calls.
+const ASYNC_STACK: usize = 2 * 1024 * 1024;
+
+/// What a script may touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// `manifest.*` and logging only; tool calls, resources and stash refused.
+    Search,
+    /// Everything.
+    Execute,
+}
+
+/// What one execution can reach, fresh for every execution.
+#[derive(Clone)]
+pub struct ExecutionContext {
+    /// Carries `forge.callTool` and `forge.readResource`.
+    pub dispatcher: Arc<dyn Dispatcher>,
+    /// Answers `manifest.*`.
+    pub manifest: Arc<dyn ManifestView>,
+    /// The client session's stash.
+    pub stash: Arc<Stash>,
+}
+
+impl Default for ExecutionContext {
+    /// No downstream servers and a fresh, private stash.
+    fn default() -> Self {
+        ExecutionContext {
+            dispatcher: Arc::new(NoServers),
+            manifest: Arc::new(NoServers),
+            stash: Arc::default(),
+        }
+    }
+}
+
+/// Severity of a captured log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogLevel {
+    /// `console.debug`.
+    Debug,
+    /// `console.log`, `console.info`, `forge.log`.
+    Info,
+    /// `console.warn`.
+    Warn,
+    /// `console.error`.
+    Error,
+}
+
+/// One captured line of script output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LogLine {
+    /// Its severity.
+    pub level: LogLevel,
+    /// Its text.
+    pub message: String,
+}
+
+/// Counters of one execution.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    /// Downstream operations started.
+    pub tool_calls: u32,
+    /// Fuel consumed.
+    pub fuel: u64,
+    /// Wall time, in microseconds.
+    pub micros: u64,
+    /// Log lines written beyond the kept ones.
+    pub logs_dropped: u32,
+}
+
+/// Everything one execution produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The script's value, or why it failed.
+    #[serde(serialize_with = "serialize_result")]
+    pub result: Result<serde_json::Value, ExecutionError>,
+    /// Captured `console.*` and `forge.log` lines, within the log limits.
+    pub logs: Vec<LogLine>,
+    /// Counters.
+    pub stats: Stats,
+}
+
+fn serialize_result<S: serde::Serializer>(
+    r: &Result<serde_json::Value, ExecutionError>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    #[serde(rename_all = "snake_case")]
+    enum Tagged<'a> {
+        Value(&'a serde_json::Value),
+        Error(&'a ExecutionError),
+    }
+    match r {
+        Ok(v) => Tagged::Value(v).serialize(s),
+        Err(e) => Tagged::Error(e).serialize(s),
+    }
+}
+
+/// The engine, linker and pre-instantiated guest, built once and shared by
+/// every execution.
+pub struct Sandbox {
+    engine: Engine,
+    pre: bindings::SandboxPre<State>,
+    limits: SandboxLimits,
+    slots: Arc<Semaphore>,
+}
+
+impl Sandbox {
+    /// Builds the sandbox: engine, linker, the guest snapshot (from the disk
+    /// cache in `cache` when it is there, else made and stored), and the
+    /// epoch ticker. Takes about 2.5 s on a cold cache, milliseconds on a warm one.
+    pub async fn new(limits: SandboxLimits, cache: CacheDir) -> anyhow::Result<Self> {
+        anyhow::ensure!(
+            limits.max_heap >= MIN_HEAP,
+            "max_heap of {} bytes is below the {MIN_HEAP}-byte minimum the guest needs",
+            limits.max_heap
+        );
+        anyhow::ensure!(
+            limits.max_concurrent >= 1,
+            "max_concurrent must be at least 1"
+        );
+        let engine = Engine::new(&engine_config(&limits)).map_err(anyhow::Error::from)?;
+        let mut linker = Linker::<State>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
+        bindings::Sandbox::add_to_linker::<State, wasmtime::component::HasSelf<State>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(anyhow::Error::from)?;
+        let component = artifact::load(&engine, &linker, cache).await?;
+        let pre = linker
+            .instantiate_pre(&component)
+            .map_err(anyhow::Error::from)?;
+        let pre = bindings::SandboxPre::new(pre).map_err(anyhow::Error::from)?;
+        spawn_epoch_ticker(engine.weak());
+        let slots = Arc::new(Semaphore::new(limits.max_concurrent));
+        Ok(Sandbox {
+            engine,
+            pre,
+            limits,
+            slots,
+        })
+    }
+
+    /// The limits this sandbox enforces.
+    pub fn limits(&self) -> &SandboxLimits {
+        &self.limits
+    }
+
+    /// Runs `code` (the source of a JS function expression, usually an async
+    /// arrow function) in `mode` against `cx`, in a fresh instance.
+    pub async fn run(&self, mode: Mode, code: &str, cx: ExecutionContext) -> Report {
+        let started = Instant::now();
+        if code.len() > self.limits.max_code_size {
+            return failed(
+                ErrorKind::CodeTooLarge,
+                format!(
+                    "the code is {} bytes, over the {}-byte limit; write a shorter script, \
+                     or split the work across executions (forge.stash carries data between them)",
+                    code.len(),
+                    self.limits.max_code_size
+                ),
+            );
+        }
+        let permit = match tokio::time::timeout(self.limits.max_queue_wait, self.slots.acquire())
+            .await
+        {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => return failed(ErrorKind::Internal, "the sandbox is shutting down"),
+            Err(_) => {
+                return failed(
+                    ErrorKind::Busy,
+                    format!(
+                        "the sandbox is busy: all {} execution slots stayed taken for {} ms; retry shortly",
+                        self.limits.max_concurrent,
+                        self.limits.max_queue_wait.as_millis()
+                    ),
+                );
+            }
+        };
+        let deadline = started + self.limits.timeout;
+        let mut store = self.store(mode, cx, deadline);
+        let options = wit::RunOptions {
+            mode: match mode {
+                Mode::Search => wit::Mode::Search,
+                Mode::Execute => wit::Mode::Execute,
+            },
+            js_memory_limit: self.limits.js_memory_limit() as u64,
+            max_output_bytes: self.limits.max_output_size as u64,
+        };
+        let outcome = tokio::time::timeout_at(deadline, async {
+            let instance = self.pre.instantiate_async(&mut store).await?;
+            instance.call_run(&mut store, options, code).await
+        })
+        .await;
+        drop(permit);
+        let result = match outcome {
+            Err(_elapsed) => Err(self.timeout_error()),
+            Ok(Err(trap)) => Err(self.classify_trap(&trap, &store)),
+            Ok(Ok(Err(script))) => Err(classify_script_error(script)),
+            Ok(Ok(Ok(outcome))) => serde_json::from_str(&outcome.value_json).map_err(|e| {
+                ExecutionError::new(
+                    ErrorKind::Internal,
+                    format!("the guest returned malformed JSON: {e}"),
+                )
+            }),
+        };
+        let fuel = self
+            .limits
+            .max_fuel
+            .saturating_sub(store.get_fuel().unwrap_or(0));
+        let state = store.into_data();
+        Report {
+            result,
+            logs: state.logs,
+            stats: Stats {
+                tool_calls: state.calls_started,
+                fuel,
+                micros: started.elapsed().as_micros() as u64,
+                logs_dropped: state.logs_dropped,
+            },
+        }
+    }
+
+    fn store(&self, mode: Mode, cx: ExecutionContext, deadline: Instant) -> Store<State> {
+        let state = State::new(mode, cx, &self.limits);
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.memory);
+        store
+            .set_fuel(self.limits.max_fuel)
+            .expect("fuel is enabled in the engine config");
+        // At every epoch tick: yield to tokio, then trap once the deadline has
+        // passed. The std Instant is read here because the callback runs on
+        // the guest's fiber, outside tokio's (possibly paused) clock.
+        let deadline = deadline.into_std();
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            if std::time::Instant::now() >= deadline {
+                Err(Trap::Interrupt.into())
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        store
+    }
+
+    fn timeout_error(&self) -> ExecutionError {
+        ExecutionError::new(
+            ErrorKind::Timeout,
+            format!(
+                "the execution ran past its {} ms time limit; do less per execution \
+                 (fewer or smaller tool calls, less computation)",
+                self.limits.timeout.as_millis()
+            ),
+        )
+    }
+
+    fn classify_trap(&self, err: &wasmtime::Error, store: &Store<State>) -> ExecutionError {
+        let memory_denied = store.data().memory.denied;
+        match err.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => self.timeout_error(),
+            Some(Trap::OutOfFuel) => ExecutionError::new(
+                ErrorKind::CpuBudget,
+                format!(
+                    "the script used its whole CPU budget ({} fuel units) — an endless loop, \
+                     or too much computation for one execution",
+                    self.limits.max_fuel
+                ),
+            ),
+            // Running off the guest's shadow stack shows as an out-of-bounds
+            // access below address 0 (the stack sits first in memory).
+            Some(Trap::StackOverflow) | Some(Trap::MemoryOutOfBounds) if !memory_denied => {
+                ExecutionError::new(
+                    ErrorKind::StackOverflow,
+                    "the script recursed too deeply (stack overflow); use iteration or less nesting",
+                )
+            }
+            _ if memory_denied => ExecutionError::new(
+                ErrorKind::OutOfMemory,
+                format!(
+                    "the script ran out of memory (the {} MiB sandbox limit); work on smaller pieces of data",
+                    self.limits.max_heap / (1024 * 1024)
+                ),
+            ),
+            _ => {
+                tracing::error!(error = ?err, "guest trapped");
+                ExecutionError::new(ErrorKind::Internal, "the sandbox guest failed unexpectedly")
+            }
+        }
+    }
+}
+
+/// A report for an execution that never started.
+fn failed(kind: ErrorKind, message: impl Into<String>) -> Report {
+    Report {
+        result: Err(ExecutionError::new(kind, message)),
+        logs: Vec::new(),
+        stats: Stats::default(),
+    }
+}
+
+fn classify_script_error(e: wit::ScriptError) -> ExecutionError {
+    use wit::ScriptErrorKind as K;
+    let forge = e.forge.map(|f| ForgeError {
+        code: f.code,
+        message: f.message,
+        retryable: f.retryable,
+        suggestion: f.suggestion,
+    });
+    let kind = match e.kind {
+        K::Syntax => ErrorKind::Syntax,
+        K::NotAFunction => ErrorKind::NotAFunction,
+        K::Thrown
+            if forge
+                .as_ref()
+                .is_some_and(|f| f.code == imports::TOOL_CALL_BUDGET) =>
+        {
+            ErrorKind::ToolCallBudget
+        }
+        K::Thrown => ErrorKind::Thrown,
+        K::NeverSettled => ErrorKind::NeverSettled,
+        K::OutOfMemory => ErrorKind::OutOfMemory,
+        K::StackOverflow => ErrorKind::StackOverflow,
+        K::OutputTooLarge => ErrorKind::OutputTooLarge,
+        K::NotSerializable => ErrorKind::NotSerializable,
+        K::Internal => ErrorKind::Internal,
+    };
+    ExecutionError {
+        kind,
+        message: e.message,
+        forge,
+        stack: e.stack,
+    }
+}
+
+fn engine_config(limits: &SandboxLimits) -> Config {
+    let mut config = Config::new();
+    config.consume_fuel(true);
+    config.epoch_interruption(true);
+    config.max_wasm_stack(MAX_WASM_STACK);
+    config.async_stack_size(ASYNC_STACK);
+    // One slot per concurrent execution, plus one for the Wizer snapshot run
+    // at startup. The guest is one component of a handful of core instances
+    // (its main module and the shims `wasm-component-ld` adds).
+    let slots = limits.max_concurrent as u32 + 1;
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(slots)
+        .total_core_instances(slots * 8)
+        .max_core_instances_per_component(8)
+        .total_memories(slots * 2)
+        .max_memories_per_component(2)
+        .total_tables(slots * 8)
+        .max_tables_per_component(8)
+        .total_stacks(slots)
+        .max_memory_size(limits.max_heap)
+        .max_component_instance_size(1 << 20)
+        .max_core_instance_size(1 << 20);
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    config
+}
+
+/// Advances `engine`'s epoch every [`EPOCH_TICK`] until the engine is dropped;
+/// it holds the engine weakly so it never keeps a dropped sandbox alive.
+fn spawn_epoch_ticker(engine: wasmtime::EngineWeak) {
+    std::thread::Builder::new()
+        .name("quickforge-epoch".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(EPOCH_TICK);
+                match engine.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => return,
+                }
+            }
+        })
+        .expect("could not spawn the epoch ticker thread");
+}
+
+/// Linear-memory limiter that remembers whether it refused growth, so a trap
+/// that follows can be reported as `out_of_memory`.
+struct MemoryLimiter {
+    max: usize,
+    denied: bool,
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.max {
+            self.denied = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        // Tables hold function references; QuickJS does not grow them.
+        Ok(desired <= 100_000)
+    }
+}
+
+/// The data of one execution's `Store`.
+struct State {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    memory: MemoryLimiter,
+    mode: Mode,
+    cx: ExecutionContext,
+    /// Host operations in flight, and the call id behind each task.
+    calls: JoinSet<(u32, Result<String, ForgeError>)>,
+    call_ids: HashMap<tokio::task::Id, u32>,
+    calls_started: u32,
+    max_tool_calls: u32,
+    max_args_size: usize,
+    logs: Vec<LogLine>,
+    log_bytes: usize,
+    logs_dropped: u32,
+    max_log_lines: usize,
+    max_log_bytes: usize,
+}
+
+impl State {
+    fn new(mode: Mode, cx: ExecutionContext, limits: &SandboxLimits) -> Self {
+        State {
+            // No preopens, no env, no args, closed stdio, every socket denied:
+            // WASI is linked only because the guest's libc imports it.
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+            memory: MemoryLimiter {
+                max: limits.max_heap,
+                denied: false,
+            },
+            mode,
+            cx,
+            calls: JoinSet::new(),
+            call_ids: HashMap::new(),
+            calls_started: 0,
+            max_tool_calls: limits.max_tool_calls,
+            max_args_size: limits.max_args_size,
+            logs: Vec::new(),
+            log_bytes: 0,
+            logs_dropped: 0,
+            max_log_lines: limits.max_log_lines,
+            max_log_bytes: limits.max_log_bytes,
+        }
+    }
+}
+
+impl WasiView for State {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}

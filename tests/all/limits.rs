@@ -1,0 +1,288 @@
+//! Every limit ends in its typed error within a bounded time, and the next
+//! execution on the same sandbox runs normally.
+
+use std::time::{Duration, Instant};
+
+use quickforge::{ErrorKind, Mode};
+use serde_json::json;
+
+use crate::support::{Kind, error, run, value};
+
+/// Runs `code`, checks it fails as `kind` within `bound`, then checks that
+/// the same sandbox still runs a script. Returns the error's message.
+async fn fails_as(sandbox: Kind, code: &str, kind: ErrorKind, bound: Duration) -> String {
+    let report = run(sandbox, code).await;
+    let elapsed = Duration::from_micros(report.stats.micros);
+    let err = error(&report).clone();
+    assert_eq!(err.kind, kind, "{code}: {err:?}");
+    assert!(elapsed < bound, "{code}: took {elapsed:?}, bound {bound:?}");
+    assert!(!err.message.is_empty());
+    let next = run(sandbox, "async () => 'still serving'").await;
+    assert_eq!(value(&next), &json!("still serving"));
+    err.message
+}
+
+const HANG_BOUND: Duration = Duration::from_secs(20);
+
+#[tokio::test]
+async fn infinite_loop_runs_out_of_cpu() {
+    let msg = fails_as(
+        Kind::Tight,
+        "async () => { while (true) {} }",
+        ErrorKind::CpuBudget,
+        HANG_BOUND,
+    )
+    .await;
+    assert!(msg.contains("CPU budget"), "{msg}");
+}
+
+#[tokio::test]
+async fn loop_after_an_await_runs_out_of_cpu() {
+    let code = r#"async () => { await forge.callTool("alpha", "sleep", { ms: 1 }); for (;;) {} }"#;
+    fails_as(Kind::Tight, code, ErrorKind::CpuBudget, HANG_BOUND).await;
+}
+
+#[tokio::test]
+async fn spinning_past_the_wall_clock_times_out() {
+    let msg = fails_as(
+        Kind::ShortTimeout,
+        "async () => { while (true) {} }",
+        ErrorKind::Timeout,
+        HANG_BOUND,
+    )
+    .await;
+    assert!(msg.contains("400 ms"), "{msg}");
+}
+
+#[tokio::test]
+async fn waiting_on_a_slow_tool_times_out() {
+    let code = r#"async () => forge.callTool("alpha", "sleep", { ms: 60000 })"#;
+    fails_as(
+        Kind::ShortTimeout,
+        code,
+        ErrorKind::Timeout,
+        Duration::from_secs(3),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn memory_bomb_runs_out_of_memory() {
+    let code =
+        "async () => { const keep = []; while (true) keep.push(new Array(100000).fill(1.5)); }";
+    let msg = fails_as(Kind::Tight, code, ErrorKind::OutOfMemory, HANG_BOUND).await;
+    assert!(msg.contains("out of memory"), "{msg}");
+}
+
+#[tokio::test]
+async fn string_doubling_runs_out_of_memory() {
+    let code =
+        "async () => { let s = 'x'; while (true) { s = s + s; s.charCodeAt(s.length - 1); } }";
+    fails_as(Kind::Tight, code, ErrorKind::OutOfMemory, HANG_BOUND).await;
+}
+
+#[tokio::test]
+async fn out_of_memory_is_catchable_by_the_script() {
+    let code = r#"async () => {
+        try { const keep = []; while (true) keep.push(new Array(100000).fill(1.5)); }
+        catch (e) { return String(e); }
+    }"#;
+    let report = run(Kind::Tight, code).await;
+    assert_eq!(value(&report), &json!("InternalError: out of memory"));
+}
+
+#[tokio::test]
+async fn deep_recursion_overflows_the_stack_cleanly() {
+    let msg = fails_as(
+        Kind::Tight,
+        "async () => { const f = (n) => f(n + 1) + 1; return f(0); }",
+        ErrorKind::StackOverflow,
+        HANG_BOUND,
+    )
+    .await;
+    assert!(msg.contains("stack overflow"), "{msg}");
+}
+
+#[tokio::test]
+async fn huge_output_is_refused() {
+    let msg = fails_as(
+        Kind::Tight,
+        "async () => 'x'.repeat(100000)",
+        ErrorKind::OutputTooLarge,
+        HANG_BOUND,
+    )
+    .await;
+    assert!(msg.contains("65536-byte output limit"), "{msg}");
+}
+
+#[tokio::test]
+async fn too_many_tool_calls() {
+    let code = r#"async () => { for (let i = 0; i < 10; i++) await forge.callTool("alpha", "echo", { i }); }"#;
+    let msg = fails_as(Kind::Tight, code, ErrorKind::ToolCallBudget, HANG_BOUND).await;
+    assert!(msg.contains("limit of 5"), "{msg}");
+    // Caught, it is an ordinary ForgeError the script can work around.
+    let code = r#"async () => { let n = 0; try { for (;;) { await forge.callTool("alpha", "echo"); n++; } } catch (e) { return [n, e.code]; } }"#;
+    assert_eq!(
+        value(&run(Kind::Tight, code).await),
+        &json!([5, "TOOL_CALL_BUDGET"])
+    );
+}
+
+#[tokio::test]
+async fn oversized_arguments_are_refused() {
+    let code = r#"async () => { try { await forge.callTool("alpha", "echo", { s: "x".repeat(2000) }); } catch (e) { return e.code; } }"#;
+    assert_eq!(
+        value(&run(Kind::Tight, code).await),
+        &json!("ARGS_TOO_LARGE")
+    );
+}
+
+#[tokio::test]
+async fn promise_that_never_settles() {
+    let msg = fails_as(
+        Kind::Tight,
+        "async () => new Promise(() => {})",
+        ErrorKind::NeverSettled,
+        HANG_BOUND,
+    )
+    .await;
+    assert!(msg.contains("never settle"), "{msg}");
+    fails_as(
+        Kind::Tight,
+        "async () => { await new Promise(() => {}); return 1; }",
+        ErrorKind::NeverSettled,
+        HANG_BOUND,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn oversized_code_is_refused_before_running() {
+    let code = format!("async () => {{ /* {} */ return 1; }}", "x".repeat(9000));
+    let msg = fails_as(Kind::Tight, &code, ErrorKind::CodeTooLarge, HANG_BOUND).await;
+    assert!(msg.contains("8192-byte limit"), "{msg}");
+}
+
+#[tokio::test]
+async fn syntax_errors_say_where() {
+    let msg = fails_as(
+        Kind::Tight,
+        "async () => {\n  let x = ;\n}",
+        ErrorKind::Syntax,
+        HANG_BOUND,
+    )
+    .await;
+    assert!(msg.starts_with("SyntaxError"), "{msg}");
+    assert!(
+        msg.contains("script.js:2:11"),
+        "the error should point at line 2, column 11: {msg}"
+    );
+    let msg = fails_as(
+        Kind::Tight,
+        "async () => { let x = ; }",
+        ErrorKind::Syntax,
+        HANG_BOUND,
+    )
+    .await;
+    assert!(
+        msg.contains("script.js:1:23"),
+        "columns on the first line are the script's own: {msg}"
+    );
+}
+
+#[tokio::test]
+async fn code_that_is_not_a_function() {
+    let msg = fails_as(Kind::Tight, "42", ErrorKind::NotAFunction, HANG_BOUND).await;
+    assert!(msg.contains("a number"), "{msg}");
+}
+
+#[tokio::test]
+async fn thrown_errors_keep_name_message_and_stack() {
+    let report = run(
+        Kind::Tight,
+        "async () => { throw new RangeError('too far'); }",
+    )
+    .await;
+    let err = error(&report);
+    assert_eq!(err.kind, ErrorKind::Thrown);
+    assert_eq!(err.message, "RangeError: too far");
+    assert!(
+        err.stack.as_deref().unwrap_or("").contains("script.js"),
+        "{err:?}"
+    );
+    let report = run(
+        Kind::Tight,
+        "async () => { throw { reason: 'plain object' }; }",
+    )
+    .await;
+    assert_eq!(
+        error(&report).message,
+        r#"Uncaught {"reason":"plain object"}"#
+    );
+}
+
+#[tokio::test]
+async fn results_that_are_not_json() {
+    fails_as(
+        Kind::Tight,
+        "async () => 10n",
+        ErrorKind::NotSerializable,
+        HANG_BOUND,
+    )
+    .await;
+    fails_as(
+        Kind::Tight,
+        "async () => { const a = {}; a.self = a; return a; }",
+        ErrorKind::NotSerializable,
+        HANG_BOUND,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn logs_are_bounded() {
+    let report = run(
+        Kind::Tight,
+        "async () => { for (let i = 0; i < 50; i++) console.log('line', i); return 1; }",
+    )
+    .await;
+    assert_eq!(value(&report), &json!(1));
+    assert_eq!(report.logs.len(), 5);
+    assert_eq!(report.stats.logs_dropped, 45);
+    // The byte bound applies too: 100 bytes.
+    let report = run(
+        Kind::Tight,
+        "async () => { console.log('y'.repeat(90)); console.log('z'.repeat(20)); return 1; }",
+    )
+    .await;
+    assert_eq!(report.logs.len(), 1);
+    assert_eq!(report.stats.logs_dropped, 1);
+}
+
+#[tokio::test]
+async fn excess_executions_wait_then_get_busy() {
+    // Both runs under one hold of the shared lock, so the memory soak cannot
+    // slip in between them.
+    let _shared = crate::support::EXCLUSIVE.read().await;
+    let sandbox = crate::support::sandbox(Kind::OneSlot);
+    let (cx, _) = crate::support::context();
+    let slow = tokio::spawn(sandbox.run(
+        Mode::Execute,
+        r#"async () => forge.callTool("alpha", "sleep", { ms: 1500 })"#,
+        cx,
+    ));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    let report = sandbox
+        .run(Mode::Execute, "async () => 1", crate::support::context().0)
+        .await;
+    let err = error(&report);
+    assert_eq!(err.kind, ErrorKind::Busy);
+    assert!(err.retryable());
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(value(&slow.await.unwrap()), &json!({ "slept": 1500 }));
+    let report = sandbox
+        .run(Mode::Execute, "async () => 2", crate::support::context().0)
+        .await;
+    assert_eq!(value(&report), &json!(2));
+}

@@ -1,0 +1,251 @@
+//! Shared fixtures: sandboxes built once per configuration, and an in-test
+//! dispatcher whose tools really sleep, fail and echo.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+use quickforge::{
+    BoxFuture, CacheDir, Dispatcher, ExecutionContext, ForgeError, ManifestView, Mode, Report,
+    Sandbox, SandboxLimits, Stash,
+};
+use serde_json::{Value, json};
+use tokio::sync::RwLock;
+
+/// Every execution holds this for reading; the memory soak holds it for
+/// writing, so it measures the process's memory with nothing else running.
+pub static EXCLUSIVE: RwLock<()> = RwLock::const_new(());
+
+/// The compiled-guest cache shared by every test (and the CLI tests).
+pub fn cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("quickforge-cache")
+}
+
+/// Which shared sandbox a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Default limits.
+    Default,
+    /// Small limits, so each limit test ends quickly.
+    Tight,
+    /// A short timeout and an unbounded CPU budget, to reach the wall clock.
+    ShortTimeout,
+    /// One slot and a short queue wait.
+    OneSlot,
+}
+
+/// The limits of a sandbox kind.
+pub fn limits(kind: Kind) -> SandboxLimits {
+    let d = SandboxLimits::default();
+    match kind {
+        Kind::Default => d,
+        Kind::Tight => SandboxLimits {
+            timeout: Duration::from_secs(5),
+            max_fuel: 1_000_000_000,
+            max_heap: 32 * 1024 * 1024,
+            max_code_size: 8 * 1024,
+            max_output_size: 64 * 1024,
+            max_tool_calls: 5,
+            max_args_size: 1024,
+            max_log_lines: 5,
+            max_log_bytes: 100,
+            ..d
+        },
+        Kind::ShortTimeout => SandboxLimits {
+            timeout: Duration::from_millis(400),
+            max_fuel: u64::MAX / 4,
+            ..d
+        },
+        Kind::OneSlot => SandboxLimits {
+            max_concurrent: 1,
+            max_queue_wait: Duration::from_millis(100),
+            ..d
+        },
+    }
+}
+
+/// The shared sandbox of `kind`, built on first use.
+pub fn sandbox(kind: Kind) -> &'static Sandbox {
+    static SANDBOXES: LazyLock<Mutex<HashMap<Kind, &'static Sandbox>>> =
+        LazyLock::new(Default::default);
+    let mut map = SANDBOXES.lock().unwrap();
+    map.entry(kind).or_insert_with(|| {
+        // Sandbox::new is async; build it on a runtime of its own so that it
+        // can be shared by every test's runtime.
+        let limits = limits(kind);
+        let sandbox = std::thread::spawn(move || {
+            tokio::runtime::Runtime::new()
+                .unwrap()
+                .block_on(Sandbox::new(limits, CacheDir::Path(cache_dir())))
+        })
+        .join()
+        .unwrap()
+        .expect("sandbox builds");
+        Box::leak(Box::new(sandbox))
+    })
+}
+
+/// A context over a fresh [`TestTools`] and a fresh stash.
+pub fn context() -> (ExecutionContext, Arc<TestTools>) {
+    let tools = Arc::new(TestTools::default());
+    let cx = ExecutionContext {
+        dispatcher: tools.clone(),
+        manifest: tools.clone(),
+        stash: Arc::new(Stash::default()),
+    };
+    (cx, tools)
+}
+
+/// Runs `code` in execute mode on the `kind` sandbox with a fresh context.
+pub async fn run(kind: Kind, code: &str) -> Report {
+    run_with(kind, Mode::Execute, code, context().0).await
+}
+
+/// Runs `code` on the `kind` sandbox with `cx`.
+pub async fn run_with(kind: Kind, mode: Mode, code: &str, cx: ExecutionContext) -> Report {
+    let _shared = EXCLUSIVE.read().await;
+    sandbox(kind).run(mode, code, cx).await
+}
+
+/// The value of a successful run; panics with the error otherwise.
+pub fn value(report: &Report) -> &Value {
+    match &report.result {
+        Ok(v) => v,
+        Err(e) => panic!("expected success, got {e:?}"),
+    }
+}
+
+/// The error of a failed run; panics with the value otherwise.
+pub fn error(report: &Report) -> &quickforge::ExecutionError {
+    match &report.result {
+        Ok(v) => panic!("expected an error, got value {v}"),
+        Err(e) => e,
+    }
+}
+
+/// Downstream "servers" implemented in the test process, with tools that do
+/// real work: `alpha/echo` returns its call, `alpha/sleep` sleeps `ms`,
+/// `alpha/fail` fails, `alpha/big` returns `bytes` bytes; `beta/docs.search`
+/// shows a dotted (category) name. Counts calls in flight.
+#[derive(Default)]
+pub struct TestTools {
+    /// Shared with the calls in flight.
+    pub counters: Arc<Counters>,
+}
+
+/// What [`TestTools`] observed.
+#[derive(Default)]
+pub struct Counters {
+    in_flight: AtomicUsize,
+    /// Highest number of calls in flight at once.
+    pub max_in_flight: AtomicUsize,
+    /// Calls received.
+    pub calls: AtomicUsize,
+}
+
+struct InFlight(Arc<Counters>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn enter(counters: &Arc<Counters>) -> InFlight {
+    counters.calls.fetch_add(1, Ordering::SeqCst);
+    let now = counters.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    counters.max_in_flight.fetch_max(now, Ordering::SeqCst);
+    InFlight(counters.clone())
+}
+
+const TOOLS: &[(&str, &str, &str)] = &[
+    (
+        "alpha",
+        "echo",
+        "Return the call's server, tool and arguments",
+    ),
+    ("alpha", "sleep", "Sleep for ms milliseconds, then return"),
+    ("alpha", "fail", "Always fail with a retryable error"),
+    (
+        "alpha",
+        "big",
+        "Return a string of the given number of bytes",
+    ),
+    ("beta", "docs.search", "Search the documentation"),
+];
+
+impl Dispatcher for TestTools {
+    fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Value,
+    ) -> BoxFuture<Result<Value, ForgeError>> {
+        let (server, tool) = (server.to_string(), tool.to_string());
+        let guard = enter(&self.counters);
+        Box::pin(async move {
+            let _guard = guard;
+            match (server.as_str(), tool.as_str()) {
+                ("alpha", "echo") | ("beta", "docs.search") => {
+                    Ok(json!({ "server": server, "tool": tool, "args": args }))
+                }
+                ("alpha", "sleep") => {
+                    let ms = args["ms"].as_u64().unwrap_or(0);
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    Ok(json!({ "slept": ms }))
+                }
+                ("alpha", "fail") => {
+                    Err(ForgeError::new("TOOL_FAILED", "the tool failed on purpose")
+                        .retryable()
+                        .suggest("try again"))
+                }
+                ("alpha", "big") => Ok(Value::String(
+                    "x".repeat(args["bytes"].as_u64().unwrap_or(0) as usize),
+                )),
+                ("alpha" | "beta", _) => Err(ForgeError::new(
+                    "TOOL_NOT_FOUND",
+                    format!("no tool {tool:?} on {server:?}"),
+                )),
+                _ => Err(ForgeError::server_not_found(&server)),
+            }
+        })
+    }
+
+    fn read_resource(&self, server: &str, uri: &str) -> BoxFuture<Result<Value, ForgeError>> {
+        let result = if server == "alpha" {
+            Ok(json!({ "uri": uri, "text": format!("contents of {uri}") }))
+        } else {
+            Err(ForgeError::server_not_found(server))
+        };
+        Box::pin(async move { result })
+    }
+}
+
+impl ManifestView for TestTools {
+    fn servers(&self) -> Value {
+        json!([
+            { "name": "alpha", "description": "test tools", "tools": 4, "status": "connected" },
+            { "name": "beta", "description": "docs", "tools": 1, "status": "connected" },
+        ])
+    }
+
+    fn search(&self, query: &str, limit: usize) -> Value {
+        let hits: Vec<Value> = TOOLS
+            .iter()
+            .filter(|(_, name, desc)| name.contains(query) || desc.to_lowercase().contains(&query.to_lowercase()))
+            .take(limit)
+            .map(|(server, name, desc)| json!({ "server": server, "tool": name, "description": desc }))
+            .collect();
+        Value::Array(hits)
+    }
+
+    fn tool(&self, server: &str, name: &str) -> Result<Value, ForgeError> {
+        TOOLS
+            .iter()
+            .find(|(s, n, _)| *s == server && *n == name)
+            .map(|(s, n, d)| json!({ "server": s, "name": n, "description": d, "inputSchema": { "type": "object" } }))
+            .ok_or_else(|| ForgeError::new("TOOL_NOT_FOUND", format!("no tool {name:?} on {server:?}")))
+    }
+}
