@@ -109,7 +109,9 @@ fn main() {
         .unwrap();
     rt.block_on(async {
         let t = Instant::now();
-        let sandbox = Sandbox::new(SandboxLimits::default(), CacheDir::Default).await.expect("sandbox builds");
+        // Default limits, but enough tool calls for the round-trip loop.
+        let limits = SandboxLimits { max_tool_calls: CALLS, ..SandboxLimits::default() };
+        let sandbox = Sandbox::new(limits, CacheDir::Default).await.expect("sandbox builds");
         eprintln!("sandbox ready in {:?}", t.elapsed());
 
         let trivial = sample_sandbox(&sandbox, TRIVIAL, 200, 2000).await;

@@ -58,7 +58,7 @@ struct Engine {
     runtime: Runtime,
     compiler: Context,
     sandbox: Context,
-    /// The object the prelude returned: `settle`, `toPromise`, `isForgeError`.
+    /// The object the prelude returned: `makeError`, `toPromise`, `isForgeError`.
     hooks: Persistent<Object<'static>>,
 }
 
@@ -149,8 +149,8 @@ impl Engine {
             let returned: Value = function.call(()).map_err(fail)?;
             let to_promise: Function = hooks.get("toPromise").map_err(fail)?;
             let promise: Promise = to_promise.call((returned,)).map_err(fail)?;
-            let settle: Function = hooks.get("settle").map_err(fail)?;
-            self.drive(&ctx, &promise, &settle).map_err(fail)?;
+            let make_error: Function = hooks.get("makeError").map_err(fail)?;
+            self.drive(&ctx, &promise, &make_error).map_err(fail)?;
             match promise.result::<Value>() {
                 Some(Ok(value)) => serialize(&ctx, &hooks, value, options.max_output_bytes),
                 Some(Err(e)) => Err(fail(e)),
@@ -165,7 +165,7 @@ impl Engine {
         &self,
         ctx: &Ctx<'js>,
         promise: &Promise<'js>,
-        settle: &Function<'js>,
+        make_error: &Function<'js>,
     ) -> rquickjs::Result<()> {
         loop {
             run_jobs(ctx)?;
@@ -178,14 +178,7 @@ impl Engine {
             let Some(done) = calls::next_completion() else {
                 return Ok(());
             };
-            natives::completed();
-            match done.outcome {
-                Ok(json) => settle.call::<_, ()>((done.id, true, json))?,
-                Err(e) => {
-                    let e = natives::forge_error_value(ctx, e)?;
-                    settle.call::<_, ()>((done.id, false, e))?
-                }
-            }
+            natives::settle(ctx, make_error, done)?;
         }
     }
 }

@@ -3,33 +3,57 @@
 //! `[code, message, retryable, suggestion]` array, which the prelude turns
 //! into a `ForgeError`.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 
 use rquickjs::function::Opt;
-use rquickjs::{Array, Ctx, Error, Function, IntoJs, Object, Result, Value};
+use rquickjs::{Array, Ctx, Error, Function, IntoJs, Object, Persistent, Promise, Result, Value};
 
+use crate::quickforge::sandbox::calls::Completion;
 use crate::quickforge::sandbox::types::{ForgeError, LogLevel};
 use crate::quickforge::sandbox::{logging, manifest, random, resources, stash, tools};
 
+/// The resolve and reject functions of one call's promise.
+type Settlers = (Persistent<Function<'static>>, Persistent<Function<'static>>);
+
 thread_local! {
-    /// Host operations started in this run and not yet completed.
-    static IN_FLIGHT: Cell<u32> = const { Cell::new(0) };
+    /// Host operations started in this run and not yet completed, by call id.
+    static PENDING: RefCell<HashMap<u32, Settlers>> = RefCell::new(HashMap::new());
     /// xorshift64* state behind `Math.random`; reseeded from the host per run.
     static RNG: Cell<u64> = const { Cell::new(0x9E37_79B9_7F4A_7C15) };
 }
 
 /// Number of host operations started and not yet completed.
-pub fn in_flight() -> u32 {
-    IN_FLIGHT.with(Cell::get)
+pub fn in_flight() -> usize {
+    PENDING.with(|p| p.borrow().len())
 }
 
-/// Records that one host operation completed.
-pub fn completed() {
-    IN_FLIGHT.with(|n| n.set(n.get().saturating_sub(1)));
+/// Settles the promise of the call that `done` completes: resolved with the
+/// parsed JSON, or rejected with a `ForgeError` made by `make_error`. Parsing
+/// and settling go through QuickJS's C API, never through globals a script
+/// could have replaced.
+pub fn settle<'js>(ctx: &Ctx<'js>, make_error: &Function<'js>, done: Completion) -> Result<()> {
+    let Some((resolve, reject)) = PENDING.with(|p| p.borrow_mut().remove(&done.id)) else {
+        return Ok(());
+    };
+    match done.outcome {
+        Ok(json) => match ctx.json_parse(json) {
+            Ok(value) => resolve.restore(ctx)?.call((value,)),
+            Err(Error::Exception) => {
+                let err = ctx.catch();
+                reject.restore(ctx)?.call((err,))
+            }
+            Err(e) => Err(e),
+        },
+        Err(e) => {
+            let err: Value = make_error.call((e.code, e.message, e.retryable, e.suggestion))?;
+            reject.restore(ctx)?.call((err,))
+        }
+    }
 }
 
-/// Reseeds `Math.random` from the host's entropy; called at the start of
-/// every run, because the snapshot froze whatever state init left behind.
+/// Starts a run: reseeds `Math.random` from the host's entropy (the snapshot
+/// froze whatever state init left behind) and forgets any earlier calls.
 pub fn reseed() {
     let seed = random::seed();
     // xorshift must not start at zero.
@@ -40,7 +64,7 @@ pub fn reseed() {
             seed
         })
     });
-    IN_FLIGHT.with(|n| n.set(0));
+    PENDING.with(|p| p.borrow_mut().clear());
 }
 
 fn next_random() -> f64 {
@@ -72,14 +96,16 @@ fn throw(ctx: &Ctx<'_>, err: ForgeError) -> Error {
     }
 }
 
-fn started<'js>(ctx: &Ctx<'js>, r: std::result::Result<u32, ForgeError>) -> Result<u32> {
-    match r {
-        Ok(id) => {
-            IN_FLIGHT.with(|n| n.set(n.get() + 1));
-            Ok(id)
-        }
-        Err(e) => Err(throw(ctx, e)),
-    }
+/// A promise for the call the host started, or the host's refusal thrown.
+fn started<'js>(ctx: &Ctx<'js>, r: std::result::Result<u32, ForgeError>) -> Result<Promise<'js>> {
+    let id = r.map_err(|e| throw(ctx, e))?;
+    let (promise, resolve, reject) = ctx.promise()?;
+    let settlers = (
+        Persistent::save(ctx, resolve),
+        Persistent::save(ctx, reject),
+    );
+    PENDING.with(|p| p.borrow_mut().insert(id, settlers));
+    Ok(promise)
 }
 
 fn level(name: &str) -> LogLevel {

@@ -60,39 +60,6 @@
   }
   const usage = (message, suggestion) => new ForgeError("INVALID_ARGUMENT", message, false, suggestion);
 
-  // -- calls in flight ------------------------------------------------------
-
-  // id -> { resolve, reject }; a null-prototype object so that nothing a script
-  // puts on Object.prototype can be mistaken for an entry.
-  const pending = ObjectCreate(null);
-
-  // A promise for the call the host started under `id`.
-  function track(id) {
-    return new PromiseCtor((resolve, reject) => {
-      pending[id] = { resolve, reject };
-    });
-  }
-
-  // Called by the guest's run loop, in Rust, when the host reports a
-  // completion: `ok` with JSON text, or an error tuple.
-  function settle(id, ok, payload) {
-    const entry = pending[id];
-    if (entry === undefined) return;
-    delete pending[id];
-    if (ok) {
-      let value;
-      try {
-        value = jsonParse(payload);
-      } catch (e) {
-        entry.reject(new ForgeError("INTERNAL", "the host returned malformed JSON", false, null));
-        return;
-      }
-      entry.resolve(value);
-    } else {
-      entry.reject(toError(payload));
-    }
-  }
-
   // -- forge ----------------------------------------------------------------
 
   function requireName(what, value) {
@@ -123,7 +90,7 @@
     try {
       requireName("server", server);
       requireName("tool", tool);
-      return track(native(host.startCall, server, tool, encodeArgs(args)));
+      return native(host.startCall, server, tool, encodeArgs(args));
     } catch (e) {
       return new PromiseCtor((_, reject) => reject(e));
     }
@@ -133,7 +100,7 @@
     try {
       requireName("server", server);
       requireName("uri", uri);
-      return track(native(host.startRead, server, uri));
+      return native(host.startRead, server, uri);
     } catch (e) {
       return new PromiseCtor((_, reject) => reject(e));
     }
@@ -373,7 +340,7 @@
 
   // The guest's hooks: what its Rust half calls during a run.
   return ObjectFreeze({
-    settle,
+    makeError: (code, message, retryable, suggestion) => new ForgeError(code, message, retryable, suggestion),
     toPromise: promiseResolve,
     isForgeError: (e) => e instanceof ForgeError,
   });

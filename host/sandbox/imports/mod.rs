@@ -14,6 +14,9 @@ mod stash;
 mod tools;
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt as _;
 
 use super::bindings::quickforge::sandbox::types as wit;
 use super::{Mode, State};
@@ -50,8 +53,9 @@ impl State {
     }
 
     /// Starts one downstream operation after the mode and budget checks, and
-    /// returns its call id. The operation runs as its own tokio task, so it
-    /// makes progress while the guest keeps running its job queue.
+    /// returns its call id. `op` builds the operation only once the checks
+    /// have passed; a panic inside it becomes an `INTERNAL` error of that
+    /// call alone.
     fn start_operation<F>(
         &mut self,
         what: &str,
@@ -73,16 +77,24 @@ impl State {
         }
         self.calls_started += 1;
         let id = self.calls_started;
-        let op = op(self);
-        let task = self.calls.spawn(async move {
-            let outcome = op.await.and_then(|value| {
-                serde_json::to_string(&value).map_err(|e| {
-                    ForgeError::new("INTERNAL", format!("could not encode the result: {e}"))
-                })
-            });
+        let op = AssertUnwindSafe(op(self)).catch_unwind();
+        self.calls.push(Box::pin(async move {
+            let outcome = match op.await {
+                Ok(result) => result.and_then(|value| {
+                    serde_json::to_string(&value).map_err(|e| {
+                        ForgeError::new("INTERNAL", format!("could not encode the result: {e}"))
+                    })
+                }),
+                Err(_panic) => {
+                    tracing::error!(call = id, "a downstream operation panicked");
+                    Err(ForgeError::new(
+                        "INTERNAL",
+                        "the operation failed unexpectedly inside quickforge",
+                    ))
+                }
+            };
             (id, outcome)
-        });
-        self.call_ids.insert(task.id(), id);
+        }));
         Ok(id)
     }
 }
