@@ -4,8 +4,10 @@
 //! - a trivial script in a fresh instance, vs. a fresh native QuickJS
 //!   runtime + context (rquickjs on the host, no Wasm) running the same script;
 //! - one `forge.callTool` round trip through the host import, with a tool
-//!   that answers at once: (time of 1,000 sequential calls − time of the
-//!   trivial script) / 1,000;
+//!   that answers at once, in a script that awaits 1,000 calls one after the
+//!   other: per call, against the same loop awaiting an already-resolved
+//!   promise instead (what any async API costs the script in QuickJS), so
+//!   the difference is quickforge's own call path;
 //! - a CPU-bound script (fib(25) plus a 10^6-step loop), vs. the same script
 //!   in native QuickJS.
 //!
@@ -118,8 +120,11 @@ fn main() {
         let trivial_native = sample_native(TRIVIAL, 200, 2000);
 
         let calls_code = format!("async () => {{ for (let i = 0; i < {CALLS}; i++) await forge.callTool('s', 't', {{ i }}); return 1; }}");
+        let awaits_code = format!("async () => {{ for (let i = 0; i < {CALLS}; i++) await Promise.resolve({{ i }}); return 1; }}");
         let calls = sample_sandbox(&sandbox, &calls_code, 5, 41).await;
+        let awaits = sample_sandbox(&sandbox, &awaits_code, 5, 41).await;
         let per_call = calls.saturating_sub(trivial) / CALLS;
+        let per_await = awaits.saturating_sub(trivial) / CALLS;
 
         let cpu = sample_sandbox(&sandbox, CPU, 3, 21).await;
         let cpu_native = sample_native(CPU, 3, 21);
@@ -133,7 +138,12 @@ fn main() {
             micros(trivial_native),
             ratio(trivial, trivial_native)
         );
-        println!("| one `callTool` round trip, zero-latency tool | {} | — | — |", micros(per_call));
+        println!(
+            "| one `callTool` round trip, zero-latency tool, awaited in a loop | {} | {} awaiting a resolved promise | +{} per call |",
+            micros(per_call),
+            micros(per_await),
+            micros(per_call.saturating_sub(per_await))
+        );
         println!(
             "| CPU-bound script (fib(25) + 10^6 loop) | {} | {} native QuickJS | {:.2}× |",
             micros(cpu),

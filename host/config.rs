@@ -187,6 +187,16 @@ impl Config {
                 return Err(invalid(key, "must be greater than 0".into()));
             }
         }
+        if s.stash.max_ttl_secs > crate::stash::MAX_TTL_SECS {
+            return Err(invalid(
+                "stash.max_ttl_secs",
+                format!(
+                    "must be at most {} (30 days), got {}",
+                    crate::stash::MAX_TTL_SECS,
+                    s.stash.max_ttl_secs
+                ),
+            ));
+        }
         if s.stash.default_ttl_secs > s.stash.max_ttl_secs {
             return Err(invalid(
                 "stash.default_ttl_secs",

@@ -17,6 +17,13 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// Carries tool calls and resource reads to downstream servers.
 pub trait Dispatcher: Send + Sync + 'static {
+    /// Refuses at once, before the call counts against the budget, a call
+    /// that cannot succeed: an unknown server or tool. The default accepts
+    /// everything and leaves the verdict to [`Dispatcher::call_tool`].
+    fn check_call(&self, _server: &str, _tool: &str) -> Result<(), ForgeError> {
+        Ok(())
+    }
+
     /// Calls `tool` on `server` with `args` (a JSON object); resolves to the
     /// converted result.
     fn call_tool(
@@ -46,6 +53,10 @@ pub trait ManifestView: Send + Sync + 'static {
 pub struct NoServers;
 
 impl Dispatcher for NoServers {
+    fn check_call(&self, server: &str, _tool: &str) -> Result<(), ForgeError> {
+        Err(ForgeError::server_not_found(server))
+    }
+
     fn call_tool(
         &self,
         server: &str,

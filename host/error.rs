@@ -155,3 +155,12 @@ impl ExecutionError {
         self.kind.retryable() || self.forge.as_ref().is_some_and(|f| f.retryable)
     }
 }
+
+/// At most 64 characters of `text`, for quoting a caller's value in a message.
+pub fn preview(text: &str) -> String {
+    const MAX: usize = 64;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}

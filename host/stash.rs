@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::time::Instant;
 
-use crate::error::ForgeError;
+use crate::error::{ForgeError, preview};
 
 /// Bounds of one stash. Every value is a documented default of
 /// `[sandbox.stash]` in forge.toml.
@@ -44,6 +44,10 @@ impl Default for StashLimits {
     }
 }
 
+/// Largest `max_ttl_secs` accepted: 30 days. A stash is session scratch
+/// space, not storage.
+pub const MAX_TTL_SECS: u64 = 30 * 24 * 3600;
+
 /// Longest key, in bytes. Keys are names, not data.
 pub const MAX_KEY_LEN: usize = 256;
 
@@ -74,7 +78,8 @@ impl Stash {
             return Err(ForgeError::new(
                 "STASH_VALUE_TOO_LARGE",
                 format!(
-                    "stash value for {key:?} is {} bytes of JSON, over the {}-byte limit",
+                    "stash value for {:?} is {} bytes of JSON, over the {}-byte limit",
+                    preview(key),
                     json.len(),
                     self.limits.max_value_size
                 ),

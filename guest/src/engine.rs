@@ -106,6 +106,8 @@ impl Engine {
                 .ok_or("the prelude is not a function")?;
             let host = natives::host_object(&ctx).map_err(describe)?;
             let hooks: Object = prelude.call((host,)).map_err(describe)?;
+            let make_error: Function = hooks.get("makeError").map_err(describe)?;
+            natives::set_make_error(&ctx, make_error);
             Ok(Persistent::save(&ctx, hooks))
         })?;
         // Collect what building the prelude left behind, so the snapshot is
@@ -149,8 +151,7 @@ impl Engine {
             let returned: Value = function.call(()).map_err(fail)?;
             let to_promise: Function = hooks.get("toPromise").map_err(fail)?;
             let promise: Promise = to_promise.call((returned,)).map_err(fail)?;
-            let make_error: Function = hooks.get("makeError").map_err(fail)?;
-            self.drive(&ctx, &promise, &make_error).map_err(fail)?;
+            self.drive(&ctx, &promise).map_err(fail)?;
             match promise.result::<Value>() {
                 Some(Ok(value)) => serialize(&ctx, &hooks, value, options.max_output_bytes),
                 Some(Err(e)) => Err(fail(e)),
@@ -161,12 +162,7 @@ impl Engine {
 
     /// Runs the job queue and feeds host completions in until `promise`
     /// settles. Blocks in `next-completion` only when no job is left.
-    fn drive<'js>(
-        &self,
-        ctx: &Ctx<'js>,
-        promise: &Promise<'js>,
-        make_error: &Function<'js>,
-    ) -> rquickjs::Result<()> {
+    fn drive<'js>(&self, ctx: &Ctx<'js>, promise: &Promise<'js>) -> rquickjs::Result<()> {
         loop {
             run_jobs(ctx)?;
             if promise.state() != PromiseState::Pending {
@@ -178,7 +174,7 @@ impl Engine {
             let Some(done) = calls::next_completion() else {
                 return Ok(());
             };
-            natives::settle(ctx, make_error, done)?;
+            natives::settle(ctx, done)?;
         }
     }
 }
@@ -320,18 +316,19 @@ fn exception<'js>(ctx: &Ctx<'js>, hooks: &Object<'js>, e: rquickjs::Error) -> Sc
         .and_then(|o| o.get::<_, Option<String>>("stack").ok().flatten())
         .filter(|s| !s.is_empty())
         .map(|s| script_positions(&s));
-    if message.ends_with("out of memory") {
+    // Only QuickJS's own allocation failure counts as running out of memory:
+    // an InternalError, not a ForgeError, whose message is exactly that.
+    let is_oom = forge.is_none()
+        && exc.as_object().is_some_and(|o| {
+            o.get::<_, Option<String>>("name").ok().flatten().as_deref() == Some("InternalError")
+                && o.get::<_, Option<String>>("message")
+                    .ok()
+                    .flatten()
+                    .as_deref()
+                    == Some("out of memory")
+        });
+    if is_oom {
         return error(ScriptErrorKind::OutOfMemory, oom_message());
-    }
-    if message.contains("stack overflow") {
-        return ScriptError {
-            kind: ScriptErrorKind::StackOverflow,
-            message:
-                "the script recursed too deeply (stack overflow); use iteration or less nesting"
-                    .into(),
-            stack,
-            forge: None,
-        };
     }
     ScriptError {
         kind: ScriptErrorKind::Thrown,
@@ -419,7 +416,8 @@ fn script_positions(text: &str) -> String {
     out
 }
 
-fn type_name(value: &Value<'_>) -> &'static str {
+/// What `value` is, with its article, for messages ("a number", "null").
+pub(crate) fn type_name(value: &Value<'_>) -> &'static str {
     if value.is_undefined() {
         "undefined"
     } else if value.is_null() {

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use rquickjs::function::Opt;
 use rquickjs::{Array, Ctx, Error, Function, IntoJs, Object, Persistent, Promise, Result, Value};
 
+use crate::engine::type_name;
 use crate::quickforge::sandbox::calls::Completion;
 use crate::quickforge::sandbox::types::{ForgeError, LogLevel};
 use crate::quickforge::sandbox::{logging, manifest, random, resources, stash, tools};
@@ -17,6 +18,8 @@ use crate::quickforge::sandbox::{logging, manifest, random, resources, stash, to
 type Settlers = (Persistent<Function<'static>>, Persistent<Function<'static>>);
 
 thread_local! {
+    /// The prelude's `ForgeError` factory, set once the prelude has run.
+    static MAKE_ERROR: RefCell<Option<Persistent<Function<'static>>>> = const { RefCell::new(None) };
     /// Host operations started in this run and not yet completed, by call id.
     static PENDING: RefCell<HashMap<u32, Settlers>> = RefCell::new(HashMap::new());
     /// xorshift64* state behind `Math.random`; reseeded from the host per run.
@@ -32,7 +35,7 @@ pub fn in_flight() -> usize {
 /// parsed JSON, or rejected with a `ForgeError` made by `make_error`. Parsing
 /// and settling go through QuickJS's C API, never through globals a script
 /// could have replaced.
-pub fn settle<'js>(ctx: &Ctx<'js>, make_error: &Function<'js>, done: Completion) -> Result<()> {
+pub fn settle<'js>(ctx: &Ctx<'js>, done: Completion) -> Result<()> {
     let Some((resolve, reject)) = PENDING.with(|p| p.borrow_mut().remove(&done.id)) else {
         return Ok(());
     };
@@ -46,7 +49,7 @@ pub fn settle<'js>(ctx: &Ctx<'js>, make_error: &Function<'js>, done: Completion)
             Err(e) => Err(e),
         },
         Err(e) => {
-            let err: Value = make_error.call((e.code, e.message, e.retryable, e.suggestion))?;
+            let err = forge_error_object(ctx, e)?;
             reject.restore(ctx)?.call((err,))
         }
     }
@@ -96,9 +99,90 @@ fn throw(ctx: &Ctx<'_>, err: ForgeError) -> Error {
     }
 }
 
-/// A promise for the call the host started, or the host's refusal thrown.
+/// Records the prelude's `ForgeError` factory for the natives to use.
+pub fn set_make_error<'js>(ctx: &Ctx<'js>, make_error: Function<'js>) {
+    MAKE_ERROR.with(|m| *m.borrow_mut() = Some(Persistent::save(ctx, make_error)));
+}
+
+/// A `ForgeError` instance for `err`.
+fn forge_error_object<'js>(ctx: &Ctx<'js>, err: ForgeError) -> Result<Value<'js>> {
+    let make = MAKE_ERROR
+        .with(|m| m.borrow().clone())
+        .expect("the prelude has run");
+    make.restore(ctx)?
+        .call((err.code, err.message, err.retryable, err.suggestion))
+}
+
+/// A promise already rejected with `err` as a `ForgeError`: `forge.*` calls
+/// report every failure through their promise, never synchronously.
+fn rejected<'js>(ctx: &Ctx<'js>, err: ForgeError) -> Result<Promise<'js>> {
+    let (promise, _, reject) = ctx.promise()?;
+    reject.call::<_, ()>((forge_error_object(ctx, err)?,))?;
+    Ok(promise)
+}
+
+fn usage(message: String, suggestion: Option<&str>) -> ForgeError {
+    ForgeError {
+        code: "INVALID_ARGUMENT".into(),
+        message,
+        retryable: false,
+        suggestion: suggestion.map(Into::into),
+    }
+}
+
+/// The non-empty string in `value`, or an `INVALID_ARGUMENT` error naming `what`.
+fn name_arg(what: &str, value: &Value<'_>) -> std::result::Result<String, ForgeError> {
+    match value.as_string().and_then(|s| s.to_string().ok()) {
+        Some(s) if !s.is_empty() => Ok(s),
+        _ => Err(usage(
+            format!(
+                "{what} must be a non-empty string, got {}",
+                type_name(value)
+            ),
+            None,
+        )),
+    }
+}
+
+/// Tool arguments as JSON: an object, or `{}` for `undefined`/`null`.
+fn args_json<'js>(
+    ctx: &Ctx<'js>,
+    args: Option<Value<'js>>,
+) -> std::result::Result<String, ForgeError> {
+    let args = match args {
+        None => return Ok("{}".into()),
+        Some(a) if a.is_undefined() || a.is_null() => return Ok("{}".into()),
+        Some(a) => a,
+    };
+    if !args.is_object() || args.is_array() || args.is_function() {
+        return Err(usage(
+            format!("tool arguments must be an object, got {}", type_name(&args)),
+            Some("pass an object such as { query: \"...\" }"),
+        ));
+    }
+    match ctx.json_stringify(args) {
+        Ok(Some(s)) => s.to_string().map_err(|e| usage(e.to_string(), None)),
+        Ok(None) => Ok("{}".into()),
+        Err(_) => {
+            let exc = ctx.catch();
+            let why = exc
+                .as_object()
+                .and_then(|o| o.get::<_, String>("message").ok())
+                .unwrap_or_default();
+            Err(usage(
+                format!("tool arguments are not serializable to JSON: {why}"),
+                Some("pass plain data: no BigInt, no cycles"),
+            ))
+        }
+    }
+}
+
+/// A promise for the call the host started, or one rejected with its refusal.
 fn started<'js>(ctx: &Ctx<'js>, r: std::result::Result<u32, ForgeError>) -> Result<Promise<'js>> {
-    let id = r.map_err(|e| throw(ctx, e))?;
+    let id = match r {
+        Ok(id) => id,
+        Err(e) => return rejected(ctx, e),
+    };
     let (promise, resolve, reject) = ctx.promise()?;
     let settlers = (
         Persistent::save(ctx, resolve),
@@ -121,19 +205,33 @@ fn level(name: &str) -> LogLevel {
 pub fn host_object<'js>(ctx: &Ctx<'js>) -> Result<Object<'js>> {
     let host = Object::new(ctx.clone())?;
     host.set(
-        "startCall",
+        "callTool",
         Function::new(
             ctx.clone(),
-            |ctx: Ctx<'js>, server: String, tool: String, args: String| {
-                started(&ctx, tools::start_call(&server, &tool, &args))
+            |ctx: Ctx<'js>, server: Value<'js>, tool: Value<'js>, args: Opt<Value<'js>>| {
+                let call = name_arg("server", &server).and_then(|server| {
+                    let tool = name_arg("tool", &tool)?;
+                    let args = args_json(&ctx, args.0)?;
+                    tools::start_call(&server, &tool, &args)
+                });
+                started(&ctx, call)
             },
-        )?,
+        )?
+        .with_name("callTool")?,
     )?;
     host.set(
-        "startRead",
-        Function::new(ctx.clone(), |ctx: Ctx<'js>, server: String, uri: String| {
-            started(&ctx, resources::start_read(&server, &uri))
-        })?,
+        "readResource",
+        Function::new(
+            ctx.clone(),
+            |ctx: Ctx<'js>, server: Value<'js>, uri: Value<'js>| {
+                let read = name_arg("server", &server).and_then(|server| {
+                    let uri = name_arg("uri", &uri)?;
+                    resources::start_read(&server, &uri)
+                });
+                started(&ctx, read)
+            },
+        )?
+        .with_name("readResource")?,
     )?;
     host.set(
         "stashPut",

@@ -20,10 +20,12 @@
   const apply = Reflect.apply;
   const ProxyCtor = Proxy;
   const PromiseCtor = Promise;
-  const promiseResolve = (v) => apply(Promise.resolve, PromiseCtor, [v]);
+  const PromiseResolve = Promise.resolve;
+  const promiseResolve = (v) => apply(PromiseResolve, PromiseCtor, [v]);
   const jsonParse = JSON.parse;
   const jsonStringify = JSON.stringify;
   const StringCtor = String;
+  const toWellFormed = String.prototype.toWellFormed;
   const ErrorCtor = Error;
   const NumberIsFinite = Number.isFinite;
   const MathFloor = Math.floor;
@@ -36,10 +38,13 @@
   class ForgeError extends ErrorCtor {
     constructor(code, message, retryable, suggestion) {
       super(message);
-      ObjectDefineProperty(this, "name", { value: "ForgeError", enumerable: false, writable: true, configurable: true });
-      this.code = StringCtor(code);
-      this.retryable = !!retryable;
-      this.suggestion = suggestion == null ? null : StringCtor(suggestion);
+      // Own data properties, defined rather than assigned, so that nothing a
+      // script puts on Object.prototype (setters, read-only fields) changes them.
+      const field = (value, enumerable) => ({ value, enumerable, writable: true, configurable: true });
+      ObjectDefineProperty(this, "name", field("ForgeError", false));
+      ObjectDefineProperty(this, "code", field(StringCtor(code), true));
+      ObjectDefineProperty(this, "retryable", field(!!retryable, true));
+      ObjectDefineProperty(this, "suggestion", field(suggestion == null ? null : StringCtor(suggestion), true));
     }
     toJSON() {
       return { name: "ForgeError", code: this.code, message: this.message, retryable: this.retryable, suggestion: this.suggestion };
@@ -74,37 +79,27 @@
     return typeof value;
   }
 
-  function encodeArgs(args) {
-    if (args === undefined || args === null) return "{}";
-    if (typeof args !== "object" || ArrayIsArray(args)) {
-      throw usage(`tool arguments must be an object, got ${describe(args)}`, "pass an object such as { query: \"...\" }");
-    }
-    try {
-      return jsonStringify(args);
-    } catch (e) {
-      throw usage(`tool arguments are not serializable to JSON: ${e && e.message}`, "pass plain data: no BigInt, no cycles");
-    }
-  }
+  // Native: type checks, JSON encoding and the promise all happen in Rust.
+  const callTool = host.callTool;
+  const readResource = host.readResource;
+  ObjectFreeze(callTool);
+  ObjectFreeze(readResource);
 
-  function callTool(server, tool, args) {
-    try {
-      requireName("server", server);
-      requireName("tool", tool);
-      return native(host.startCall, server, tool, encodeArgs(args));
-    } catch (e) {
-      return new PromiseCtor((_, reject) => reject(e));
-    }
-  }
-
-  function readResource(server, uri) {
-    try {
-      requireName("server", server);
-      requireName("uri", uri);
-      return native(host.startRead, server, uri);
-    } catch (e) {
-      return new PromiseCtor((_, reject) => reject(e));
-    }
-  }
+  const NOT_TOOL_NAMES = ObjectFreeze({
+    __proto__: null,
+    then: true,
+    toString: true,
+    valueOf: true,
+    toJSON: true,
+    toLocaleString: true,
+    constructor: true,
+    prototype: true,
+    name: true,
+    length: true,
+    apply: true,
+    call: true,
+    bind: true,
+  });
 
   // `forge.server(name).tool(args)` and `forge.server(name).category.tool(args)`:
   // every property step extends a dotted tool name; calling it calls the tool.
@@ -113,9 +108,11 @@
     const node = (path) =>
       new ProxyCtor(() => {}, {
         get(_, prop) {
-          // Symbols, and `then` (so that `await forge.server(x)` does not try
-          // to call a tool named "then"), are not tool names.
-          if (typeof prop !== "string" || prop === "then") return undefined;
+          // Symbols, `then` (so that `await forge.server(x)` does not call a
+          // tool named "then") and the names that conversions and function
+          // machinery look up (so that `String(proxy)` calls no tool) are not
+          // tool names.
+          if (typeof prop !== "string" || NOT_TOOL_NAMES[prop] === true) return undefined;
           return node(path === null ? prop : `${path}.${prop}`);
         },
         apply(_, __, argv) {
@@ -263,7 +260,8 @@
       for (let i = 0; i < arguments.length; i++) {
         line += (i === 0 ? "" : " ") + format(arguments[i]);
       }
-      host.log(level, line);
+      // Lone surrogates cannot cross into UTF-8; replace them with U+FFFD.
+      host.log(level, apply(toWellFormed, line, []));
     };
   }
 
@@ -336,6 +334,9 @@
   delete global.Proxy;
   // Without threads it is only an ArrayBuffer, but nothing needs it.
   delete global.SharedArrayBuffer;
+  // V8's stack hook would hand a script the prelude's own functions as live
+  // objects (CallSite.getFunction); pin it to undefined.
+  ObjectDefineProperty(ErrorCtor, "prepareStackTrace", { value: undefined, writable: false, enumerable: false, configurable: false });
   ObjectDefineProperty(Math, "random", { value: host.random, enumerable: false, writable: true, configurable: true });
 
   // The guest's hooks: what its Rust half calls during a run.

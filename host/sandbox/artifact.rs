@@ -64,6 +64,7 @@ pub async fn load(
         .map(|dir| dir.join(format!("guest-{}.cwasm", cache_key(engine))));
     if let Some(path) = &path
         && path.exists()
+        && trusted(path)
     {
         // SAFETY: the file was written by `store` below from
         // `Engine::precompile_component` of this same engine configuration
@@ -113,10 +114,35 @@ async fn snapshot(engine: &Engine, linker: &Linker<State>) -> anyhow::Result<Vec
     Ok(snapshot)
 }
 
-/// Writes the artifact atomically, so a concurrent start never reads half.
+/// Whether a cached artifact may be loaded: it is native code, so only a
+/// file owned by this user that no one else can write, in a directory no one
+/// else can write, is trusted. Anything else is compiled afresh.
+fn trusted(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let uid = unsafe { libc_geteuid() };
+    let ok = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.uid() == uid && m.mode() & 0o022 == 0);
+    let trusted = ok(path) && path.parent().is_some_and(ok);
+    if !trusted {
+        tracing::warn!(path = %path.display(), "not loading a cached guest that others could have written; compiling afresh");
+    }
+    trusted
+}
+
+unsafe extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
+
+/// Writes the artifact atomically, so a concurrent start never reads half,
+/// into a directory only this user can write.
 fn store(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     let dir = path.parent().expect("cache paths have a directory");
-    std::fs::create_dir_all(dir)?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     let tmp = dir.join(format!(
         ".{}.{}.tmp",
         path.file_name().unwrap().to_string_lossy(),

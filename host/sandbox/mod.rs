@@ -25,6 +25,7 @@ mod limits;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
 use serde::Serialize;
 use tokio::sync::Semaphore;
@@ -257,7 +258,8 @@ impl Sandbox {
                 );
             }
         };
-        let deadline = started + self.limits.timeout;
+        // The time limit counts from when the execution gets its slot.
+        let deadline = Instant::now() + self.limits.timeout;
         let mut store = self.store(mode, cx, deadline);
         let options = wit::RunOptions {
             mode: match mode {
@@ -269,26 +271,35 @@ impl Sandbox {
         };
         let outcome = tokio::time::timeout_at(deadline, async {
             let instance = self.pre.instantiate_async(&mut store).await?;
-            instance.call_run(&mut store, options, code).await
+            let outcome = instance.call_run(&mut store, options, code).await?;
+            // Calls the script started and never awaited still go out (a
+            // fire-and-forget `forge.callTool` is a request, not a no-op);
+            // their results are dropped.
+            while store.data_mut().calls.next().await.is_some() {}
+            wasmtime::Result::Ok(outcome)
         })
         .await;
-        drop(permit);
-        let result = match outcome {
-            Err(_elapsed) => Err(self.timeout_error()),
-            Ok(Err(trap)) => Err(self.classify_trap(&trap, &store)),
-            Ok(Ok(Err(script))) => Err(classify_script_error(script)),
-            Ok(Ok(Ok(outcome))) => serde_json::from_str(&outcome.value_json).map_err(|e| {
-                ExecutionError::new(
-                    ErrorKind::Internal,
-                    format!("the guest returned malformed JSON: {e}"),
-                )
-            }),
-        };
         let fuel = self
             .limits
             .max_fuel
             .saturating_sub(store.get_fuel().unwrap_or(0));
+        let memory_denied = store.data().memory.denied;
         let state = store.into_data();
+        // The instance's pool slot is free only once its store is gone.
+        drop(permit);
+        let result = match outcome {
+            Err(_elapsed) => Err(self.timeout_error()),
+            Ok(Err(trap)) => Err(self.classify_trap(&trap, memory_denied)),
+            Ok(Ok(Err(script))) => Err(classify_script_error(script, state.budget_spent)),
+            Ok(Ok(Ok(outcome))) => parse_json(&outcome.value_json).map_err(|e| {
+                ExecutionError::new(
+                    ErrorKind::NotSerializable,
+                    format!(
+                        "the result cannot be passed on as JSON ({e}); return flatter, plainer data"
+                    ),
+                )
+            }),
+        };
         Report {
             result,
             logs: state.logs,
@@ -334,8 +345,7 @@ impl Sandbox {
         )
     }
 
-    fn classify_trap(&self, err: &wasmtime::Error, store: &Store<State>) -> ExecutionError {
-        let memory_denied = store.data().memory.denied;
+    fn classify_trap(&self, err: &wasmtime::Error, memory_denied: bool) -> ExecutionError {
         match err.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => self.timeout_error(),
             Some(Trap::OutOfFuel) => ExecutionError::new(
@@ -378,38 +388,109 @@ fn failed(kind: ErrorKind, message: impl Into<String>) -> Report {
     }
 }
 
-fn classify_script_error(e: wit::ScriptError) -> ExecutionError {
+/// `budget_spent`: whether the host refused a call for the call budget in this
+/// run, so a script that throws its own `ForgeError("TOOL_CALL_BUDGET")` is
+/// not mistaken for one.
+fn classify_script_error(e: wit::ScriptError, budget_spent: bool) -> ExecutionError {
     use wit::ScriptErrorKind as K;
     let forge = e.forge.map(|f| ForgeError {
         code: f.code,
-        message: f.message,
+        message: bounded(f.message, MAX_MESSAGE),
         retryable: f.retryable,
-        suggestion: f.suggestion,
+        suggestion: f.suggestion.map(|s| bounded(s, MAX_MESSAGE)),
     });
+    let budget = budget_spent
+        && forge
+            .as_ref()
+            .is_some_and(|f| f.code == imports::TOOL_CALL_BUDGET);
     let kind = match e.kind {
         K::Syntax => ErrorKind::Syntax,
         K::NotAFunction => ErrorKind::NotAFunction,
-        K::Thrown
-            if forge
-                .as_ref()
-                .is_some_and(|f| f.code == imports::TOOL_CALL_BUDGET) =>
-        {
-            ErrorKind::ToolCallBudget
-        }
+        K::Thrown if budget => ErrorKind::ToolCallBudget,
         K::Thrown => ErrorKind::Thrown,
         K::NeverSettled => ErrorKind::NeverSettled,
         K::OutOfMemory => ErrorKind::OutOfMemory,
-        K::StackOverflow => ErrorKind::StackOverflow,
         K::OutputTooLarge => ErrorKind::OutputTooLarge,
         K::NotSerializable => ErrorKind::NotSerializable,
         K::Internal => ErrorKind::Internal,
     };
     ExecutionError {
         kind,
-        message: e.message,
+        message: bounded(e.message, MAX_MESSAGE),
         forge,
-        stack: e.stack,
+        stack: e.stack.map(|s| bounded(s, MAX_STACK)),
     }
+}
+
+/// Longest error message handed to the client, in bytes: an error explains,
+/// it does not carry data (a thrown 20 MB string would otherwise bypass
+/// `max_output_size`).
+const MAX_MESSAGE: usize = 4 * 1024;
+/// Longest stack handed to the client, in bytes.
+const MAX_STACK: usize = 8 * 1024;
+
+/// `text` cut to at most `max` bytes at a character boundary, with a marker.
+fn bounded(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let total = text.len();
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.truncate(cut);
+    text.push_str(&format!("… [{} more bytes cut]", total - cut));
+    text
+}
+
+/// Parses the guest's JSON. QuickJS escapes lone surrogates (`"\ud800"`),
+/// which is valid JSON text but not a valid Rust string; those become U+FFFD.
+pub(crate) fn parse_json(json: &str) -> Result<serde_json::Value, serde_json::Error> {
+    serde_json::from_str(json).or_else(|e| match replace_lone_surrogates(json) {
+        Some(fixed) => serde_json::from_str(&fixed),
+        None => Err(e),
+    })
+}
+
+/// `json` with every `\uD800`–`\uDFFF` escape that is not half of a valid
+/// pair replaced by `\uFFFD`; `None` if there was none.
+fn replace_lone_surrogates(json: &str) -> Option<String> {
+    let bytes = json.as_bytes();
+    // The UTF-16 unit of a `\uXXXX` escape starting at `at`.
+    let unit = |at: usize| -> Option<u16> {
+        if bytes.get(at) != Some(&b'\\') || bytes.get(at + 1) != Some(&b'u') {
+            return None;
+        }
+        u16::from_str_radix(json.get(at + 2..at + 6)?, 16).ok()
+    };
+    let surrogate = |u: u16| (0xD800..0xE000).contains(&u);
+    let high = |u: u16| (0xD800..0xDC00).contains(&u);
+    let low = |u: u16| (0xDC00..0xE000).contains(&u);
+    let mut out = String::with_capacity(json.len());
+    let (mut i, mut last) = (0, 0);
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match unit(i) {
+            Some(u) if high(u) && unit(i + 6).is_some_and(low) => i += 12,
+            Some(u) if surrogate(u) => {
+                out.push_str(&json[last..i]);
+                out.push_str("\\uFFFD");
+                i += 6;
+                last = i;
+            }
+            // Any other escape: step over the backslash and what it escapes.
+            _ => i += 2,
+        }
+    }
+    if last == 0 {
+        return None;
+    }
+    out.push_str(&json[last..]);
+    Some(out)
 }
 
 fn engine_config(limits: &SandboxLimits) -> Config {
@@ -507,6 +588,8 @@ struct State {
     /// progress together.
     calls: FuturesUnordered<BoxFuture<(u32, Result<String, ForgeError>)>>,
     calls_started: u32,
+    /// Whether a call was refused for `max_tool_calls` in this run.
+    budget_spent: bool,
     max_tool_calls: u32,
     max_args_size: usize,
     logs: Vec<LogLine>,
@@ -531,6 +614,7 @@ impl State {
             cx,
             calls: FuturesUnordered::new(),
             calls_started: 0,
+            budget_spent: false,
             max_tool_calls: limits.max_tool_calls,
             max_args_size: limits.max_args_size,
             logs: Vec::new(),

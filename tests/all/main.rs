@@ -2,6 +2,7 @@
 
 mod api;
 mod cli;
+mod hostile;
 mod isolation;
 mod limits;
 mod soak;

@@ -143,6 +143,8 @@ pub struct Counters {
     pub max_in_flight: AtomicUsize,
     /// Calls received.
     pub calls: AtomicUsize,
+    /// Calls that ran to completion.
+    pub completed: AtomicUsize,
 }
 
 struct InFlight(Arc<Counters>);
@@ -187,7 +189,7 @@ impl Dispatcher for TestTools {
         let guard = enter(&self.counters);
         Box::pin(async move {
             let _guard = guard;
-            match (server.as_str(), tool.as_str()) {
+            let result = match (server.as_str(), tool.as_str()) {
                 ("alpha", "echo") | ("beta", "docs.search") => {
                     Ok(json!({ "server": server, "tool": tool, "args": args }))
                 }
@@ -209,8 +211,17 @@ impl Dispatcher for TestTools {
                     format!("no tool {tool:?} on {server:?}"),
                 )),
                 _ => Err(ForgeError::server_not_found(&server)),
-            }
+            };
+            _guard.0.completed.fetch_add(1, Ordering::SeqCst);
+            result
         })
+    }
+
+    fn check_call(&self, server: &str, _tool: &str) -> Result<(), ForgeError> {
+        match server {
+            "alpha" | "beta" => Ok(()),
+            _ => Err(ForgeError::server_not_found(server)),
+        }
     }
 
     fn read_resource(&self, server: &str, uri: &str) -> BoxFuture<Result<Value, ForgeError>> {

@@ -39,6 +39,25 @@ impl From<ForgeError> for wit::ForgeError {
     }
 }
 
+/// Longest server name, tool name or resource URI accepted from a script, in
+/// bytes. Names are short identifiers; a URI is an address, not a payload.
+/// Checked before anything is formatted into a message or sent downstream.
+pub const MAX_NAME_LEN: usize = 4096;
+
+/// Refuses a name or URI longer than [`MAX_NAME_LEN`].
+pub fn check_len(what: &str, value: &str) -> Result<(), ForgeError> {
+    if value.len() > MAX_NAME_LEN {
+        return Err(ForgeError::new(
+            "INVALID_ARGUMENT",
+            format!(
+                "the {what} is {} bytes long, over the {MAX_NAME_LEN}-byte limit",
+                value.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl State {
     /// Refuses `what` in search mode.
     fn require_execute(&self, what: &str) -> Result<(), ForgeError> {
@@ -66,6 +85,7 @@ impl State {
     {
         self.require_execute(what)?;
         if self.calls_started >= self.max_tool_calls {
+            self.budget_spent = true;
             return Err(ForgeError::new(
                 TOOL_CALL_BUDGET,
                 format!(
@@ -77,7 +97,18 @@ impl State {
         }
         self.calls_started += 1;
         let id = self.calls_started;
-        let op = AssertUnwindSafe(op(self)).catch_unwind();
+        // A panic while building the operation, or while it runs, fails this
+        // call alone.
+        let op = match std::panic::catch_unwind(AssertUnwindSafe(|| op(self))) {
+            Ok(op) => AssertUnwindSafe(op).catch_unwind(),
+            Err(_panic) => {
+                tracing::error!(call = id, "a downstream operation panicked while starting");
+                return Err(ForgeError::new(
+                    "INTERNAL",
+                    "the operation failed unexpectedly inside quickforge",
+                ));
+            }
+        };
         self.calls.push(Box::pin(async move {
             let outcome = match op.await {
                 Ok(result) => result.and_then(|value| {

@@ -25,6 +25,10 @@ impl State {
         args_json: &str,
     ) -> Result<u32, ForgeError> {
         self.require_execute("forge.callTool")?;
+        super::check_len("server name", server)?;
+        super::check_len("tool name", tool)?;
+        // Unknown servers and tools are refused before they cost a call.
+        self.cx.dispatcher.check_call(server, tool)?;
         if args_json.len() > self.max_args_size {
             return Err(ForgeError::new(
                 "ARGS_TOO_LARGE",
@@ -36,7 +40,7 @@ impl State {
             )
             .suggest("send less data per call"));
         }
-        let args: serde_json::Value = serde_json::from_str(args_json).map_err(|e| {
+        let args: serde_json::Value = super::super::parse_json(args_json).map_err(|e| {
             ForgeError::new(
                 "INVALID_ARGUMENT",
                 format!("tool arguments are not valid JSON: {e}"),

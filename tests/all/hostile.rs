@@ -1,0 +1,141 @@
+//! Scripts that try to turn the guest's own machinery against it.
+
+use std::sync::atomic::Ordering;
+
+use quickforge::{ErrorKind, Mode};
+use serde_json::json;
+
+use crate::support::{Kind, context, error, run, run_with, value};
+
+#[tokio::test]
+async fn replacing_promise_resolve_does_not_break_the_run() {
+    let report = run(
+        Kind::Default,
+        "async () => { Promise.resolve = () => 1; Promise.prototype.then = null; return 2; }",
+    )
+    .await;
+    assert_eq!(value(&report), &json!(2));
+}
+
+#[tokio::test]
+async fn converting_a_server_proxy_calls_no_tool() {
+    let (cx, tools) = context();
+    let report = run_with(
+        Kind::Default,
+        Mode::Execute,
+        r#"async () => {
+            const s = forge.server("alpha");
+            for (const convert of [() => String(s), () => `${s}`, () => s + 1, () => JSON.stringify(s), () => console.log(s), () => s.name.length]) {
+                try { convert(); } catch (e) { /* a TypeError is fine */ }
+            }
+            return "done";
+        }"#,
+        cx,
+    )
+    .await;
+    assert_eq!(value(&report), &json!("done"));
+    assert_eq!(tools.counters.calls.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn prepare_stack_trace_cannot_expose_prelude_functions() {
+    let report = run(
+        Kind::Default,
+        r#"async () => {
+            try { Error.prepareStackTrace = (e, frames) => frames.map(f => f.getFunction()); } catch (e) {}
+            let leaked = [];
+            try { await forge.callTool("alpha", "fail"); } catch (e) { leaked = Array.isArray(e.stack) ? e.stack : []; }
+            return { hook: typeof Error.prepareStackTrace, leaked: leaked.filter(f => typeof f === "function").length };
+        }"#,
+    )
+    .await;
+    assert_eq!(value(&report), &json!({ "hook": "undefined", "leaked": 0 }));
+}
+
+#[tokio::test]
+async fn object_prototype_setters_do_not_change_forge_errors() {
+    let report = run(
+        Kind::Default,
+        r#"async () => {
+            Object.defineProperty(Object.prototype, "code", { get() { return "HIJACKED"; }, set(v) {}, configurable: true });
+            Object.defineProperty(Object.prototype, "retryable", { value: "fixed", writable: false, configurable: true });
+            try { await forge.callTool("alpha", "fail"); } catch (e) { return [e.code, e.retryable]; }
+        }"#,
+    )
+    .await;
+    assert_eq!(value(&report), &json!(["TOOL_FAILED", true]));
+}
+
+#[tokio::test]
+async fn a_forged_budget_error_is_just_a_thrown_error() {
+    let report = run(
+        Kind::Default,
+        r#"async () => { throw new ForgeError("TOOL_CALL_BUDGET", "fake", true, null); }"#,
+    )
+    .await;
+    let err = error(&report);
+    assert_eq!(err.kind, ErrorKind::Thrown);
+    assert_eq!(err.forge.as_ref().unwrap().code, "TOOL_CALL_BUDGET");
+}
+
+#[tokio::test]
+async fn unknown_servers_are_refused_before_they_cost_a_call() {
+    // Tight allows 5 calls: ten refusals first, then five real calls.
+    let (cx, tools) = context();
+    let report = run_with(
+        Kind::Tight,
+        Mode::Execute,
+        r#"async () => {
+            const codes = [];
+            for (let i = 0; i < 10; i++) { try { await forge.callTool("nowhere", "x"); } catch (e) { codes.push(e.code); } }
+            for (let i = 0; i < 5; i++) await forge.callTool("alpha", "echo", { i });
+            return codes.every(c => c === "SERVER_NOT_FOUND");
+        }"#,
+        cx,
+    )
+    .await;
+    assert_eq!(value(&report), &json!(true));
+    assert_eq!(report.stats.tool_calls, 5);
+    assert_eq!(tools.counters.calls.load(Ordering::SeqCst), 5);
+}
+
+#[tokio::test]
+async fn calls_started_and_not_awaited_still_complete() {
+    let (cx, tools) = context();
+    let report = run_with(
+        Kind::Default,
+        Mode::Execute,
+        r#"async () => { forge.callTool("alpha", "sleep", { ms: 100 }); forge.callTool("alpha", "echo"); return "returned"; }"#,
+        cx,
+    )
+    .await;
+    assert_eq!(value(&report), &json!("returned"));
+    assert_eq!(tools.counters.completed.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn lone_surrogates_become_replacement_characters() {
+    let report = run(Kind::Default, r#"async () => { const half = "😀".slice(0, 1); console.log("log", half); return { half, pair: "😀" }; }"#).await;
+    assert_eq!(value(&report), &json!({ "half": "\u{FFFD}", "pair": "😀" }));
+    assert_eq!(report.logs[0].message, "log \u{FFFD}");
+}
+
+#[tokio::test]
+async fn huge_error_messages_are_cut() {
+    let report = run(
+        Kind::Default,
+        r#"async () => { throw new Error("x".repeat(200000)); }"#,
+    )
+    .await;
+    let err = error(&report);
+    assert!(err.message.len() < 4200, "{} bytes", err.message.len());
+    assert!(err.message.contains("more bytes cut"));
+    let report = run(
+        Kind::Default,
+        r#"async () => { await forge.callTool("x".repeat(100000), "t"); }"#,
+    )
+    .await;
+    let err = error(&report);
+    assert_eq!(err.forge.as_ref().unwrap().code, "INVALID_ARGUMENT");
+    assert!(err.message.len() < 300, "{}", err.message);
+}
