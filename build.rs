@@ -147,12 +147,7 @@ fn find_toolchain(out: &Path) -> Result<Toolchain, String> {
             }
             let dir = out.join("wasi-sysroot");
             fs::create_dir_all(&dir).unwrap();
-            let link = dir.join("include");
-            if fs::read_link(&link).ok().as_deref() != Some(Path::new(DEBIAN_WASI_INCLUDE)) {
-                let _ = fs::remove_file(&link);
-                std::os::unix::fs::symlink(DEBIAN_WASI_INCLUDE, &link)
-                    .expect("could not link the wasi sysroot");
-            }
+            link_sysroot_include(&dir.join("include"))?;
             dir
         }
     };
@@ -161,6 +156,22 @@ fn find_toolchain(out: &Path) -> Result<Toolchain, String> {
         ar,
         sysroot: wasi_sysroot,
     })
+}
+
+#[cfg(unix)]
+fn link_sysroot_include(link: &Path) -> Result<(), String> {
+    if fs::read_link(link).ok().as_deref() != Some(Path::new(DEBIAN_WASI_INCLUDE)) {
+        let _ = fs::remove_file(link);
+        std::os::unix::fs::symlink(DEBIAN_WASI_INCLUDE, link)
+            .map_err(|e| format!("could not link the wasi sysroot: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Debian's header layout only exists on Linux; elsewhere WASI_SYSROOT must be set.
+#[cfg(not(unix))]
+fn link_sysroot_include(_link: &Path) -> Result<(), String> {
+    Err("WASI_SYSROOT is not set".into())
 }
 
 fn build_guest(root: &Path, out: &Path, tc: &Toolchain) -> Result<PathBuf, String> {
@@ -187,6 +198,7 @@ fn build_guest(root: &Path, out: &Path, tc: &Toolchain) -> Result<PathBuf, Strin
         .env("RQUICKJS_SYS_NO_WASI_SDK", "1");
     // A build script's stdout is read by cargo as directives: keep the nested
     // cargo's output on stderr.
+    #[cfg(unix)]
     if let Ok(fd) = std::os::fd::AsFd::as_fd(&std::io::stderr()).try_clone_to_owned() {
         cmd.stdout(std::process::Stdio::from(fd));
     }

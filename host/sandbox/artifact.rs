@@ -117,6 +117,7 @@ async fn snapshot(engine: &Engine, linker: &Linker<State>) -> anyhow::Result<Vec
 /// Whether a cached artifact may be loaded: it is native code, so only a
 /// file owned by this user that no one else can write, in a directory no one
 /// else can write, is trusted. Anything else is compiled afresh.
+#[cfg(unix)]
 fn trusted(path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let uid = unsafe { libc_geteuid() };
@@ -128,6 +129,13 @@ fn trusted(path: &Path) -> bool {
     trusted
 }
 
+/// Elsewhere the cache directory's own permissions are relied on.
+#[cfg(not(unix))]
+fn trusted(_path: &Path) -> bool {
+    true
+}
+
+#[cfg(unix)]
 unsafe extern "C" {
     #[link_name = "geteuid"]
     fn libc_geteuid() -> u32;
