@@ -1,5 +1,10 @@
 //! Native functions handed to the JS prelude as its `host` object: each one
-//! is a thin bridge to one WIT import. Failures are thrown as a
+//! is a thin bridge to one WIT import.
+//!
+//! `callTool` and `readResource` are the script's API as they are: they check
+//! their arguments, encode them, and return a promise that settles when the
+//! host completes the call, rejected with a `ForgeError` on any failure. The
+//! synchronous natives (stash, manifest) throw a failure as a
 //! `[code, message, retryable, suggestion]` array, which the prelude turns
 //! into a `ForgeError`.
 
@@ -32,7 +37,7 @@ pub fn in_flight() -> usize {
 }
 
 /// Settles the promise of the call that `done` completes: resolved with the
-/// parsed JSON, or rejected with a `ForgeError` made by `make_error`. Parsing
+/// parsed JSON, or rejected with a `ForgeError`. Parsing
 /// and settling go through QuickJS's C API, never through globals a script
 /// could have replaced.
 pub fn settle<'js>(ctx: &Ctx<'js>, done: Completion) -> Result<()> {
@@ -82,8 +87,8 @@ fn next_random() -> f64 {
     })
 }
 
-/// Throws `err` into JS as the array the prelude expects.
-pub fn forge_error_value<'js>(ctx: &Ctx<'js>, err: ForgeError) -> Result<Value<'js>> {
+/// `err` as the array the prelude's `native` wrapper turns into a `ForgeError`.
+fn forge_error_value<'js>(ctx: &Ctx<'js>, err: ForgeError) -> Result<Value<'js>> {
     let arr = Array::new(ctx.clone())?;
     arr.set(0, err.code)?;
     arr.set(1, err.message)?;
