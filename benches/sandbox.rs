@@ -91,17 +91,31 @@ fn native_once(code: &str) -> String {
     })
 }
 
-fn sample_native(code: &str, warmup: usize, n: usize) -> Duration {
+fn time_native(code: &str) -> Duration {
+    let t = Instant::now();
+    black_box(native_once(code));
+    t.elapsed()
+}
+
+/// Medians of `code` in the sandbox and in native QuickJS, sampled
+/// alternately so that both see the same machine noise (for long scripts,
+/// where that noise dominates and cache effects do not).
+async fn sample_pair(
+    sandbox: &Sandbox,
+    code: &str,
+    warmup: usize,
+    n: usize,
+) -> (Duration, Duration) {
+    sample_sandbox(sandbox, code, warmup, 1).await;
     for _ in 0..warmup {
-        black_box(native_once(code));
+        time_native(code);
     }
-    let mut samples = Vec::with_capacity(n);
+    let (mut wasm, mut native) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
-        let t = Instant::now();
-        black_box(native_once(code));
-        samples.push(t.elapsed());
+        wasm.push(sample_sandbox(sandbox, code, 0, 1).await);
+        native.push(time_native(code));
     }
-    median(samples)
+    (median(wasm), median(native))
 }
 
 fn main() {
@@ -116,8 +130,13 @@ fn main() {
         let sandbox = Sandbox::new(limits, CacheDir::Default).await.expect("sandbox builds");
         eprintln!("sandbox ready in {:?}", t.elapsed());
 
+        // Sampled in two blocks, not interleaved: a native runtime created
+        // between two instances would evict the caches a gateway keeps warm.
         let trivial = sample_sandbox(&sandbox, TRIVIAL, 200, 2000).await;
-        let trivial_native = sample_native(TRIVIAL, 200, 2000);
+        for _ in 0..200 {
+            time_native(TRIVIAL);
+        }
+        let trivial_native = median((0..2000).map(|_| time_native(TRIVIAL)).collect());
 
         let calls_code = format!("async () => {{ for (let i = 0; i < {CALLS}; i++) await forge.callTool('s', 't', {{ i }}); return 1; }}");
         let awaits_code = format!("async () => {{ for (let i = 0; i < {CALLS}; i++) await Promise.resolve({{ i }}); return 1; }}");
@@ -126,8 +145,7 @@ fn main() {
         let per_call = calls.saturating_sub(trivial) / CALLS;
         let per_await = awaits.saturating_sub(trivial) / CALLS;
 
-        let cpu = sample_sandbox(&sandbox, CPU, 3, 21).await;
-        let cpu_native = sample_native(CPU, 3, 21);
+        let (cpu, cpu_native) = sample_pair(&sandbox, CPU, 3, 21).await;
 
         let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
         println!("| what | quickforge (median) | baseline (median) | ratio |");
