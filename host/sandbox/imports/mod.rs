@@ -58,6 +58,16 @@ pub fn check_len(what: &str, value: &str) -> Result<(), ForgeError> {
     Ok(())
 }
 
+/// Logs a panic inside downstream operation `id` and returns the error the
+/// script sees for it.
+fn panicked(id: u32) -> ForgeError {
+    tracing::error!(call = id, "a downstream operation panicked");
+    ForgeError::new(
+        "INTERNAL",
+        "the operation failed unexpectedly inside quickforge",
+    )
+}
+
 impl State {
     /// Refuses `what` in search mode.
     fn require_execute(&self, what: &str) -> Result<(), ForgeError> {
@@ -95,20 +105,14 @@ impl State {
             )
             .suggest("batch the work into fewer calls, or continue in another execution (forge.stash carries data over)"));
         }
-        self.calls_started += 1;
-        let id = self.calls_started;
+        let id = self.calls_started + 1;
         // A panic while building the operation, or while it runs, fails this
-        // call alone.
+        // call alone; a call that could not even be built does not count.
         let op = match std::panic::catch_unwind(AssertUnwindSafe(|| op(self))) {
             Ok(op) => AssertUnwindSafe(op).catch_unwind(),
-            Err(_panic) => {
-                tracing::error!(call = id, "a downstream operation panicked while starting");
-                return Err(ForgeError::new(
-                    "INTERNAL",
-                    "the operation failed unexpectedly inside quickforge",
-                ));
-            }
+            Err(_panic) => return Err(panicked(id)),
         };
+        self.calls_started = id;
         self.calls.push(Box::pin(async move {
             let outcome = match op.await {
                 Ok(result) => result.and_then(|value| {
@@ -116,13 +120,7 @@ impl State {
                         ForgeError::new("INTERNAL", format!("could not encode the result: {e}"))
                     })
                 }),
-                Err(_panic) => {
-                    tracing::error!(call = id, "a downstream operation panicked");
-                    Err(ForgeError::new(
-                        "INTERNAL",
-                        "the operation failed unexpectedly inside quickforge",
-                    ))
-                }
+                Err(_panic) => Err(panicked(id)),
             };
             (id, outcome)
         }));
