@@ -213,7 +213,17 @@ pub fn host_object<'js>(ctx: &Ctx<'js>) -> Result<Object<'js>> {
         "callTool",
         Function::new(
             ctx.clone(),
-            |ctx: Ctx<'js>, server: Value<'js>, tool: Value<'js>, args: Opt<Value<'js>>| {
+            |ctx: Ctx<'js>,
+             server: Opt<Value<'js>>,
+             tool: Opt<Value<'js>>,
+             args: Opt<Value<'js>>| {
+                // Missing arguments reject like wrong ones, rather than
+                // throwing rquickjs's arity TypeError synchronously.
+                let undefined = || Value::new_undefined(ctx.clone());
+                let (server, tool) = (
+                    server.0.unwrap_or_else(undefined),
+                    tool.0.unwrap_or_else(undefined),
+                );
                 let call = name_arg("server", &server).and_then(|server| {
                     let tool = name_arg("tool", &tool)?;
                     let args = args_json(&ctx, args.0)?;
@@ -228,7 +238,12 @@ pub fn host_object<'js>(ctx: &Ctx<'js>) -> Result<Object<'js>> {
         "readResource",
         Function::new(
             ctx.clone(),
-            |ctx: Ctx<'js>, server: Value<'js>, uri: Value<'js>| {
+            |ctx: Ctx<'js>, server: Opt<Value<'js>>, uri: Opt<Value<'js>>| {
+                let undefined = || Value::new_undefined(ctx.clone());
+                let (server, uri) = (
+                    server.0.unwrap_or_else(undefined),
+                    uri.0.unwrap_or_else(undefined),
+                );
                 let read = name_arg("server", &server).and_then(|server| {
                     let uri = name_arg("uri", &uri)?;
                     resources::start_read(&server, &uri)

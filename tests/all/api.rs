@@ -350,3 +350,35 @@ async fn api_objects_are_frozen() {
         &json!({ "frozen": true, "assign": "TypeError", "redefine": "TypeError", "stillWorks": "echo" })
     );
 }
+
+#[tokio::test]
+async fn missing_call_arguments_reject_instead_of_throwing() {
+    // A script that only uses .catch() must see the error.
+    let code = r#"async () => Promise.all([
+        forge.callTool().catch(e => [e.code, e.message]),
+        forge.callTool("alpha").catch(e => [e.code, e.message]),
+        forge.readResource("alpha").catch(e => [e.code, e.message]),
+    ])"#;
+    let value = run(Kind::Default, code).await.result.unwrap();
+    assert_eq!(
+        value[0],
+        json!([
+            "INVALID_ARGUMENT",
+            "server must be a non-empty string, got undefined"
+        ])
+    );
+    assert_eq!(
+        value[1],
+        json!([
+            "INVALID_ARGUMENT",
+            "tool must be a non-empty string, got undefined"
+        ])
+    );
+    assert_eq!(
+        value[2],
+        json!([
+            "INVALID_ARGUMENT",
+            "uri must be a non-empty string, got undefined"
+        ])
+    );
+}
