@@ -1,11 +1,11 @@
-// quickforge run examples/fan-out.js   (with servers configured in forge.toml)
+// quickforge --config forge.toml.example run examples/fan-out.js
 // Calls overlap: forge.parallel runs up to `concurrency` calls at once and
 // reports failures instead of throwing.
 async () => {
-  const servers = ["github", "linear", "sentry"];
+  const pairs = [[1, 2], [3, 4], [5, "six"]];
   const { results, errors } = await forge.parallel(
-    servers.map((s) => () => forge.callTool(s, "list_issues", { state: "open" })),
+    pairs.map(([a, b]) => () => forge.callTool("everything", "get-sum", { a, b })),
     { concurrency: 3 },
   );
-  return { results, failed: errors.map((e) => `${servers[e.index]}: ${e.error.code}`) };
+  return { results, failed: errors.map((e) => `${e.index}: ${e.error.code}`) };
 }

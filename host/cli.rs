@@ -1,33 +1,48 @@
 //! The `quickforge` command line.
 //!
-//! Exit status: 0 on success, 1 when the script failed (the error, with its
-//! kind, is printed as JSON on stdout), 2 on usage or configuration errors.
-//! Logs and diagnostics go to stderr; stdout carries only the result.
+//! - `quickforge [serve]`: the MCP server on stdio (the default), or on
+//!   streamable HTTP with `--http`;
+//! - `quickforge run FILE|-`: one script against the configured servers;
+//! - `quickforge manifest`: what the servers offer;
+//! - `quickforge doctor`: is the configuration sound and every server reachable;
+//! - `quickforge tokens`: the context cost of quickforge against listing
+//!   every tool.
+//!
+//! Exit status: 0 on success, 1 when the script failed or doctor found a
+//! problem, 2 on usage or configuration errors. Logs and diagnostics go to
+//! stderr; stdout carries only the result or the MCP protocol.
 
 use std::io::{Read, Write};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
 
 use crate::config::Config;
-use crate::sandbox::{ExecutionContext, LogLevel, Mode, Sandbox};
-use crate::stash::Stash;
+use crate::gateway::{Gateway, STARTUP_WAIT};
+use crate::sandbox::{LogLevel, Mode, Sandbox};
+use crate::server::{ForgeServer, Shared};
 
-/// quickforge: an MCP gateway whose tools run JavaScript in a WebAssembly sandbox.
+/// quickforge: an MCP gateway whose two tools, search and execute, run JavaScript in a WebAssembly sandbox.
 #[derive(Debug, Parser)]
 #[command(name = "quickforge", version, about)]
 struct Cli {
-    /// Configuration file (default: $FORGE_CONFIG, else ./forge.toml, else built-in defaults).
+    /// Configuration file (default: $FORGE_CONFIG, else ./forge.toml, else no servers).
     #[arg(long, global = true, value_name = "PATH")]
     config: Option<PathBuf>,
 
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Serve MCP on stdio (the default), or on streamable HTTP with --http.
+    Serve(ServeArgs),
     /// Run one script (a JS async arrow function) and print its result as JSON.
     Run {
         /// The script file, or `-` for standard input.
@@ -36,12 +51,42 @@ enum Command {
         #[arg(long)]
         search: bool,
     },
+    /// Show the servers and tools quickforge reaches.
+    Manifest {
+        /// Only this server.
+        #[arg(long)]
+        server: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the configuration and every server; exit 1 when something is wrong.
+    Doctor,
+    /// Count the context tokens of quickforge's surface against listing every tool (o200k_base).
+    Tokens {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Default, clap::Args)]
+struct ServeArgs {
+    /// Serve streamable HTTP at ADDR (default 127.0.0.1:8765) on path /mcp, instead of stdio.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
+    http: Option<SocketAddr>,
+    /// Also accept this Host header (DNS-rebinding protection allows only loopback names by default).
+    #[arg(long = "allow-host", value_name = "HOST")]
+    allow_hosts: Vec<String>,
+    /// Also accept browser requests from this Origin (e.g. https://app.example.com:443).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
 }
 
 /// Exit status for usage and configuration errors.
 const EXIT_USAGE: u8 = 2;
-/// Exit status for a script that failed.
-const EXIT_SCRIPT: u8 = 1;
+/// Exit status for a script that failed, or a doctor finding.
+const EXIT_FAILED: u8 = 1;
 
 /// Runs the command line and returns the process's exit status.
 pub fn main() -> ExitCode {
@@ -67,26 +112,209 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    runtime.block_on(async move {
-        match cli.command {
+    let code = runtime.block_on(async move {
+        match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
+            Command::Serve(args) => serve(cli.config, args).await,
             Command::Run { file, search } => run(cli.config, file, search).await,
+            Command::Manifest { server, json } => manifest(cli.config, server, json).await,
+            Command::Doctor => doctor(cli.config).await,
+            Command::Tokens { json } => tokens(cli.config, json).await,
         }
-    })
+    });
+    // Blocking reads of stdin must not hold the process open.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    code
 }
 
-async fn run(config: Option<PathBuf>, file: PathBuf, search: bool) -> ExitCode {
-    let config = match Config::discover(config.as_deref()) {
-        Ok(c) => c,
+fn load_config(path: Option<PathBuf>) -> Result<Config, ExitCode> {
+    match Config::discover(path.as_deref()) {
+        Ok(c) => {
+            if c.source.is_none() {
+                tracing::warn!(
+                    "no config file (--config, $FORGE_CONFIG or ./forge.toml): no downstream servers, default limits"
+                );
+            }
+            Ok(c)
+        }
         Err(e) => {
             eprintln!("error: {e}");
+            Err(ExitCode::from(EXIT_USAGE))
+        }
+    }
+}
+
+async fn start(config: &Config) -> Result<Arc<Shared>, ExitCode> {
+    let sandbox = match Sandbox::new(config.sandbox.clone(), config.cache_dir.clone()).await {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            eprintln!("error: could not start the sandbox: {e:#}");
+            return Err(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    Ok(Arc::new(Shared {
+        sandbox,
+        gateway: Gateway::start(config),
+        stash_limits: config.stash.clone(),
+    }))
+}
+
+async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode {
+    let config = match load_config(config) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if let Some(addr) = args.http
+        && !addr.ip().is_loopback()
+        && args.allow_hosts.is_empty()
+    {
+        eprintln!(
+            "error: --http {addr} is not a loopback address; name the Host header clients will use with --allow-host (DNS-rebinding protection)"
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let shared = match start(&config).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let gateway = shared.gateway.clone();
+    tokio::spawn(refresh_on_sighup(gateway.clone()));
+    let code = match args.http {
+        None => serve_stdio(shared).await,
+        Some(addr) => serve_http(shared, addr, args.allow_hosts, args.allow_origins).await,
+    };
+    gateway.shutdown();
+    code
+}
+
+async fn serve_stdio(shared: Arc<Shared>) -> ExitCode {
+    use rmcp::ServiceExt;
+    let running = match ForgeServer::new(shared)
+        .serve(rmcp::transport::stdio())
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!("the MCP client went away before initializing: {e}");
+            return ExitCode::SUCCESS;
+        }
+    };
+    let cancel = running.cancellation_token();
+    tokio::select! {
+        r = running.waiting() => {
+            tracing::info!("MCP client closed the session: {r:?}");
+        }
+        _ = terminated() => {
+            tracing::info!("terminating");
+            cancel.cancel();
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+async fn serve_http(
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    hosts: Vec<String>,
+    origins: Vec<String>,
+) -> ExitCode {
+    use rmcp::transport::StreamableHttpService;
+    use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: could not listen on {addr}: {e}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    if config.source.is_none() {
-        tracing::info!(
-            "no config file (--config, $FORGE_CONFIG or ./forge.toml): no servers, default limits"
-        );
+    let local = listener.local_addr().unwrap_or(addr);
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let mut allowed_hosts = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+    allowed_hosts.extend(hosts);
+    let mut allowed_origins = vec![
+        "http://localhost:*".to_string(),
+        "http://127.0.0.1:*".into(),
+        "http://[::1]:*".into(),
+    ];
+    allowed_origins.extend(origins);
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(allowed_hosts)
+        .with_allowed_origins(allowed_origins)
+        .with_cancellation_token(shutdown.child_token());
+    let factory_shared = shared.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(ForgeServer::new(factory_shared.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    // The one line on stdout in HTTP mode: where to connect. Tests and
+    // scripts read it to learn the port when ADDR asked for port 0.
+    println!("quickforge listening on http://{local}/mcp");
+    let _ = std::io::stdout().flush();
+    let stop = shutdown.clone();
+    let result = axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            terminated().await;
+            stop.cancel();
+        })
+        .await;
+    shutdown.cancel();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: the HTTP server failed: {e}");
+            ExitCode::from(EXIT_FAILED)
+        }
     }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Lists every server's tools again on SIGHUP.
+async fn refresh_on_sighup(gateway: Arc<Gateway>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut hup) = signal(SignalKind::hangup()) else {
+            return;
+        };
+        while hup.recv().await.is_some() {
+            tracing::info!("SIGHUP: refreshing the manifest");
+            gateway.refresh_all();
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = gateway;
+}
+
+async fn run(config: Option<PathBuf>, file: PathBuf, search: bool) -> ExitCode {
+    let config = match load_config(config) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let code = match read_script(&file) {
         Ok(code) => code,
         Err(e) => {
@@ -94,19 +322,14 @@ async fn run(config: Option<PathBuf>, file: PathBuf, search: bool) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let sandbox = match Sandbox::new(config.sandbox.clone(), config.cache_dir.clone()).await {
+    let shared = match start(&config).await {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: could not start the sandbox: {e:#}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(code) => return code,
     };
-    let cx = ExecutionContext {
-        stash: std::sync::Arc::new(Stash::new(config.stash.clone())),
-        ..Default::default()
-    };
+    let session = ForgeServer::new(shared.clone());
     let mode = if search { Mode::Search } else { Mode::Execute };
-    let report = sandbox.run(mode, &code, cx).await;
+    let report = session.run(mode, &code).await;
+    shared.gateway.shutdown();
 
     let mut err = std::io::stderr().lock();
     for line in &report.logs {
@@ -125,6 +348,13 @@ async fn run(config: Option<PathBuf>, file: PathBuf, search: bool) -> ExitCode {
             report.stats.logs_dropped
         );
     }
+    if report.stats.output_cut > 0 {
+        let _ = writeln!(
+            err,
+            "[quickforge] the result was cut by {} bytes to fit max_output_size",
+            report.stats.output_cut
+        );
+    }
     let mut out = std::io::stdout().lock();
     match &report.result {
         Ok(value) => {
@@ -133,7 +363,7 @@ async fn run(config: Option<PathBuf>, file: PathBuf, search: bool) -> ExitCode {
         }
         Err(e) => {
             let _ = writeln!(out, "{}", serde_json::to_string(e).unwrap_or_default());
-            ExitCode::from(EXIT_SCRIPT)
+            ExitCode::from(EXIT_FAILED)
         }
     }
 }
@@ -148,8 +378,278 @@ fn read_script(file: &PathBuf) -> std::io::Result<String> {
     }
 }
 
-/// Logs go to stderr (stdout belongs to the result, and later to the MCP
-/// protocol). `QUICKFORGE_LOG` (or `RUST_LOG`) sets the filter; default `warn`.
+async fn manifest(config: Option<PathBuf>, only: Option<String>, as_json: bool) -> ExitCode {
+    let config = match load_config(config) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if let Some(name) = &only
+        && !config.servers.iter().any(|s| &s.name == name)
+    {
+        let names = config.servers.iter().map(|s| s.name.as_str());
+        let hint = crate::suggest::did_you_mean(name, names)
+            .map(|s| format!("; did you mean {s:?}?"))
+            .unwrap_or_default();
+        eprintln!("error: no server is named {name:?}{hint}");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let gateway = Gateway::start(&config);
+    gateway.wait_started(STARTUP_WAIT).await;
+    let manifest = gateway.manifest();
+    gateway.shutdown();
+    let servers: Vec<_> = manifest
+        .servers()
+        .filter(|s| only.as_ref().is_none_or(|o| &s.name == o))
+        .collect();
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let value: Vec<Value> = servers
+            .iter()
+            .map(|s| {
+                json!({
+                    "name": s.name,
+                    "description": s.description,
+                    "status": s.status.as_str(),
+                    "error": match &s.status { crate::manifest::ServerStatus::Unavailable(e) => Some(e), _ => None },
+                    "tools": s.tools.iter().map(|t| t.describe(&s.name)).collect::<Vec<_>>(),
+                    "resources": s.resources,
+                })
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        );
+    } else {
+        for s in &servers {
+            let status = match &s.status {
+                crate::manifest::ServerStatus::Unavailable(e) => format!("unavailable: {e}"),
+                other => other.as_str().to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "{} ({status}; {} tools, {} resources)",
+                s.name,
+                s.tools.len(),
+                s.resources.len()
+            );
+            if let Some(d) = &s.description {
+                let _ = writeln!(out, "  {}", crate::manifest::summary(d, 100));
+            }
+            for t in &s.tools {
+                let _ = writeln!(
+                    out,
+                    "  - {}: {}",
+                    t.name,
+                    crate::manifest::summary(&t.description, 100)
+                );
+            }
+        }
+        if servers.is_empty() {
+            let _ = writeln!(out, "no servers configured");
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+async fn doctor(config_path: Option<PathBuf>) -> ExitCode {
+    let mut problems = 0usize;
+    let mut out = std::io::stdout().lock();
+    // Every ${VAR} the file references, checked before loading so all the
+    // missing ones are listed, not just the first.
+    let path = config_path
+        .clone()
+        .or_else(|| {
+            std::env::var_os("FORGE_CONFIG")
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+        })
+        .or_else(|| Some(PathBuf::from("forge.toml")).filter(|p| p.exists()));
+    if let Some(path) = &path
+        && let Ok(text) = std::fs::read_to_string(path)
+    {
+        let mut names: Vec<String> = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .flat_map(crate::config::references)
+            .collect();
+        names.sort();
+        names.dedup();
+        for name in names {
+            if std::env::var_os(&name).is_some() {
+                let _ = writeln!(out, "ok    environment variable {name} is set");
+            } else {
+                let _ = writeln!(
+                    out,
+                    "FAIL  environment variable {name} is referenced but not set"
+                );
+                problems += 1;
+            }
+        }
+    }
+    let config = match Config::discover(config_path.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(out, "FAIL  config: {e}");
+            return ExitCode::from(EXIT_FAILED);
+        }
+    };
+    match &config.source {
+        Some(p) => {
+            let _ = writeln!(
+                out,
+                "ok    config {} is valid ({} servers, {} groups)",
+                p.display(),
+                config.servers.len(),
+                config.groups.len()
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "warn  no config file (--config, $FORGE_CONFIG or ./forge.toml): no downstream servers"
+            );
+        }
+    }
+    for warning in limit_warnings(&config) {
+        let _ = writeln!(out, "warn  {warning}");
+    }
+    drop(out);
+    match Sandbox::new(config.sandbox.clone(), config.cache_dir.clone()).await {
+        Ok(sandbox) => {
+            let report = sandbox
+                .run(Mode::Execute, "async () => 6 * 7", Default::default())
+                .await;
+            let mut out = std::io::stdout().lock();
+            match report.result {
+                Ok(v) if v == json!(42) => {
+                    let _ = writeln!(
+                        out,
+                        "ok    sandbox runs scripts ({} µs)",
+                        report.stats.micros
+                    );
+                }
+                other => {
+                    let _ = writeln!(out, "FAIL  sandbox: {other:?}");
+                    problems += 1;
+                }
+            }
+        }
+        Err(e) => {
+            println!("FAIL  sandbox: {e:#}");
+            problems += 1;
+        }
+    }
+    // Each server on its own: connect, list, time it.
+    let checks = config.servers.iter().map(|server| {
+        let one = Config {
+            servers: vec![server.clone()],
+            manifest: crate::config::ManifestConfig {
+                refresh_interval: None,
+            },
+            ..config.clone()
+        };
+        async move {
+            let started = Instant::now();
+            let gateway = Gateway::start(&one);
+            gateway
+                .wait_started(server.timeout.max(Duration::from_secs(10)) + Duration::from_secs(1))
+                .await;
+            let elapsed = started.elapsed();
+            let manifest = gateway.manifest();
+            gateway.shutdown();
+            let entry = manifest.server(&server.name).cloned();
+            (server.name.clone(), entry, elapsed)
+        }
+    });
+    let results = futures_util::future::join_all(checks).await;
+    let mut out = std::io::stdout().lock();
+    for (name, entry, elapsed) in results {
+        match entry.as_deref().map(|e| (&e.status, e.tools.len())) {
+            Some((crate::manifest::ServerStatus::Ready, tools)) => {
+                let _ = writeln!(
+                    out,
+                    "ok    server {name}: {tools} tools, connected in {} ms",
+                    elapsed.as_millis()
+                );
+            }
+            Some((crate::manifest::ServerStatus::Unavailable(e), _)) => {
+                let _ = writeln!(out, "FAIL  server {name}: {e}");
+                problems += 1;
+            }
+            _ => {
+                let _ = writeln!(
+                    out,
+                    "FAIL  server {name}: no answer within {} ms",
+                    elapsed.as_millis()
+                );
+                problems += 1;
+            }
+        }
+    }
+    if problems == 0 {
+        let _ = writeln!(out, "all checks passed");
+        ExitCode::SUCCESS
+    } else {
+        let _ = writeln!(out, "{problems} problem(s) found");
+        ExitCode::from(EXIT_FAILED)
+    }
+}
+
+/// Limits that are valid but probably not what the user meant.
+fn limit_warnings(config: &Config) -> Vec<String> {
+    let s = &config.sandbox;
+    let mut w = Vec::new();
+    let memory = s.max_heap.saturating_mul(s.max_concurrent);
+    if memory > 8 << 30 {
+        w.push(format!(
+            "max_heap_mb x max_concurrent allows {} GiB of script memory at once",
+            memory >> 30
+        ));
+    }
+    if s.max_tool_calls == 0 {
+        w.push("sandbox.max_tool_calls is 0: execute can call no tools".into());
+    }
+    w
+}
+
+async fn tokens(config: Option<PathBuf>, as_json: bool) -> ExitCode {
+    let config = match load_config(config) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let configured = if config.servers.is_empty() {
+        None
+    } else {
+        let gateway = Gateway::start(&config);
+        gateway.wait_started(STARTUP_WAIT).await;
+        let m = gateway.manifest();
+        gateway.shutdown();
+        Some(crate::tokens::downstream_tools(&m))
+    };
+    let table = match crate::tokens::table(configured) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_FAILED);
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&table).unwrap_or_default()
+        );
+    } else {
+        let _ = write!(out, "{}", crate::tokens::markdown(&table));
+    }
+    ExitCode::SUCCESS
+}
+
+/// Logs go to stderr (stdout belongs to the MCP protocol or the result).
+/// `QUICKFORGE_LOG` (or `RUST_LOG`) sets the filter; default `warn`.
 fn init_tracing() {
     let filter = std::env::var("QUICKFORGE_LOG")
         .or_else(|_| std::env::var("RUST_LOG"))

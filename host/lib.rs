@@ -3,18 +3,28 @@
 //! WebAssembly component, inside Wasmtime, under hard limits.
 //!
 //! - [`sandbox`] — the engine, the guest component and one execution;
+//! - [`gateway`] — downstream sessions, the live manifest, routing;
+//! - [`manifest`] — the model scripts query, search, TypeScript rendering;
 //! - [`dispatch`] — what scripts reach (tool calls, resources, manifest);
 //! - [`stash`] — the per-session key-value store;
 //! - [`config`] — forge.toml;
 //! - [`error`] — the typed failures;
+//! - [`suggest`] — did-you-mean for misspelled names;
+//! - [`server`] — the MCP server: search, execute, instructions;
+//! - [`tokens`] — the context cost, counted;
 //! - [`cli`] — the `quickforge` command.
 
 pub mod cli;
 pub mod config;
 pub mod dispatch;
 pub mod error;
+pub mod gateway;
+pub mod manifest;
 pub mod sandbox;
+pub mod server;
 pub mod stash;
+pub mod suggest;
+pub mod tokens;
 
 pub use config::{Config, ConfigError};
 pub use dispatch::{BoxFuture, Dispatcher, ManifestView, NoServers};

@@ -2,14 +2,28 @@
 //! [`Config`] the program runs on.
 //!
 //! Discovery: `--config PATH`, else `$FORGE_CONFIG`, else `./forge.toml`;
-//! with none of them, quickforge runs with defaults and says so on stderr.
+//! with none of them, quickforge runs with defaults and no servers, and says
+//! so on stderr. The format is Forgemax's, so its configs load unchanged,
+//! plus `env`/`cwd` for stdio servers and a few limits of quickforge's own.
 //! Every key is documented, with its default and reason, in
-//! `forge.toml.example` and in [`SandboxLimits`] / [`StashLimits`].
+//! `forge.toml.example`. Every error names the file, the line and the key.
 
+mod expand;
+mod servers;
+
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+use toml::Spanned;
+
+pub use expand::{ExpandError, expand, references};
+pub use servers::{
+    DEFAULT_FAILURE_THRESHOLD, DEFAULT_RECOVERY_TIMEOUT_SECS, DEFAULT_REFRESH_INTERVAL_SECS,
+    DEFAULT_SERVER_TIMEOUT_SECS, GroupConfig, INHERITED_ENV, Isolation, MAX_NAME_LEN,
+    MAX_SERVER_TIMEOUT_SECS, ManifestConfig, ServerConfig, Transport,
+};
 
 use crate::sandbox::{CacheDir, MIN_HEAP, SandboxLimits};
 use crate::stash::StashLimits;
@@ -33,16 +47,28 @@ pub enum ConfigError {
         /// The parser's message, with line, column and key.
         message: String,
     },
-    /// A value is out of its allowed range.
-    #[error("invalid config file {path}: key `{key}`: {message}")]
+    /// A value is out of its allowed range, or refers to something missing.
+    #[error("invalid config file {}{}: key `{key}`: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
     Invalid {
         /// The file.
         path: PathBuf,
+        /// The 1-based line of the offending value, when known.
+        line: Option<usize>,
         /// The dotted key.
         key: String,
         /// What is wrong and what is allowed.
         message: String,
     },
+}
+
+impl ConfigError {
+    /// The dotted key at fault, for [`ConfigError::Invalid`].
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            ConfigError::Invalid { key, .. } => Some(key),
+            _ => None,
+        }
+    }
 }
 
 /// The validated configuration.
@@ -56,6 +82,12 @@ pub struct Config {
     pub stash: StashLimits,
     /// `[sandbox] cache_dir`.
     pub cache_dir: CacheDir,
+    /// `[servers.NAME]`, sorted by name.
+    pub servers: Vec<ServerConfig>,
+    /// `[groups.NAME]`, sorted by name.
+    pub groups: Vec<GroupConfig>,
+    /// `[manifest]`.
+    pub manifest: ManifestConfig,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -63,6 +95,58 @@ pub struct Config {
 struct RawConfig {
     #[serde(default)]
     sandbox: RawSandbox,
+    #[serde(default)]
+    servers: BTreeMap<Spanned<String>, Spanned<servers::RawServer>>,
+    #[serde(default)]
+    groups: BTreeMap<Spanned<String>, Spanned<servers::RawGroup>>,
+    manifest: Option<Spanned<servers::RawManifest>>,
+}
+
+/// Turns byte offsets of one file into error messages with line numbers.
+struct Located<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Located<'_> {
+    fn line(&self, offset: usize) -> usize {
+        let end = offset.min(self.text.len());
+        self.text.as_bytes()[..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
+    }
+
+    /// The line where the dotted `key` is written, found in the parsed file.
+    fn line_of(&self, key: &[&str]) -> Option<usize> {
+        use toml::de::{DeTable, DeValue};
+        let root = DeTable::parse(self.text).ok()?;
+        let mut table = root.get_ref();
+        let mut span = None;
+        for (i, part) in key.iter().enumerate() {
+            let (k, v) = table.iter().find(|(k, _)| k.get_ref() == part)?;
+            span = Some(k.span());
+            if i + 1 < key.len() {
+                match v.get_ref() {
+                    DeValue::Table(t) => table = t,
+                    _ => return None,
+                }
+            }
+        }
+        span.map(|s| self.line(s.start))
+    }
+}
+
+impl servers::Report for Located<'_> {
+    fn at(&self, span: std::ops::Range<usize>, key: String, message: String) -> ConfigError {
+        ConfigError::Invalid {
+            path: self.path.to_path_buf(),
+            line: Some(self.line(span.start)),
+            key,
+            message,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -140,17 +224,42 @@ impl Config {
         Config::parse(&text, path)
     }
 
-    /// Parses and validates `text`, reporting errors against `path`.
+    /// Parses and validates `text`, reporting errors against `path` and
+    /// reading `${VAR}` references from the process environment.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        Config::parse_with_env(text, path, &|name| std::env::var(name).ok())
+    }
+
+    /// [`Config::parse`] with `${VAR}` references read through `lookup`.
+    pub fn parse_with_env(
+        text: &str,
+        path: &Path,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
             message: e.to_string().trim_end().to_string(),
         })?;
+        let located = Located { path, text };
+        let base_dir = path.parent().unwrap_or(Path::new("."));
+        let downstream = servers::resolve(
+            raw.servers,
+            raw.groups,
+            raw.manifest,
+            base_dir,
+            lookup,
+            &located,
+        )?;
         let s = raw.sandbox;
-        let invalid = |key: &str, message: String| ConfigError::Invalid {
-            path: path.to_path_buf(),
-            key: format!("sandbox.{key}"),
-            message,
+        let invalid = |key: &str, message: String| {
+            let mut parts = vec!["sandbox"];
+            parts.extend(key.split('.'));
+            ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: located.line_of(&parts),
+                key: format!("sandbox.{key}"),
+                message,
+            }
         };
         if !(s.timeout_secs > 0.0 && s.timeout_secs <= MAX_TIMEOUT_SECS) {
             return Err(invalid(
@@ -229,6 +338,9 @@ impl Config {
             },
             stash: s.stash,
             cache_dir: s.cache_dir.map_or(CacheDir::Default, CacheDir::Path),
+            servers: downstream.servers,
+            groups: downstream.groups,
+            manifest: downstream.manifest,
         })
     }
 }

@@ -22,8 +22,10 @@ pub struct SandboxLimits {
     /// Longest accepted script, in bytes. 64 KiB: a script is glue, and its
     /// source also costs the model's context.
     pub max_code_size: usize,
-    /// Largest JSON result, in bytes. 1 MiB (about 250k tokens): more would
-    /// flood the model's context anyway.
+    /// Largest JSON result handed on, in bytes. 1 MiB (about 250k tokens):
+    /// more would flood the model's context anyway. A larger result is cut
+    /// at clean JSON boundaries with a marker saying how much was cut; one
+    /// over [`OUTPUT_HARD_FACTOR`] times this fails as `output_too_large`.
     pub max_output_size: usize,
     /// Downstream operations (tool calls and resource reads) one execution
     /// may start. 50 (as in Forgemax): enough to fan out, bounded so a
@@ -80,5 +82,17 @@ impl SandboxLimits {
         self.max_heap
             .saturating_sub(JS_HEAP_HEADROOM)
             .max(self.max_heap / 2)
+    }
+}
+
+/// A result over this many times `max_output_size` is not cut but refused
+/// (`output_too_large`): producing it cost the guest that much memory and
+/// time, and cutting 15/16 of it away says the script should ask for less.
+pub const OUTPUT_HARD_FACTOR: usize = 16;
+
+impl SandboxLimits {
+    /// The size beyond which a result fails instead of being cut.
+    pub fn hard_output_limit(&self) -> usize {
+        self.max_output_size.saturating_mul(OUTPUT_HARD_FACTOR)
     }
 }

@@ -21,6 +21,7 @@
 mod artifact;
 mod imports;
 mod limits;
+mod output;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,7 +39,8 @@ use wasmtime::{
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 pub use artifact::CacheDir;
-pub use limits::{JS_HEAP_HEADROOM, MIN_HEAP, SandboxLimits};
+pub use limits::{JS_HEAP_HEADROOM, MIN_HEAP, OUTPUT_HARD_FACTOR, SandboxLimits};
+pub use output::{CUT_KEY, fit as fit_output, json_len};
 
 use crate::dispatch::{BoxFuture, Dispatcher, ManifestView, NoServers};
 use crate::error::{ErrorKind, ExecutionError, ForgeError};
@@ -146,6 +148,8 @@ pub struct Stats {
     pub micros: u64,
     /// Log lines written beyond the kept ones.
     pub logs_dropped: u32,
+    /// Bytes of JSON cut from a result over `max_output_size` (0 when it fit).
+    pub output_cut: u64,
 }
 
 /// Everything one execution produced.
@@ -267,7 +271,7 @@ impl Sandbox {
                 Mode::Execute => wit::Mode::Execute,
             },
             js_memory_limit: self.limits.js_memory_limit() as u64,
-            max_output_bytes: self.limits.max_output_size as u64,
+            max_output_bytes: self.limits.hard_output_limit() as u64,
         };
         let outcome = tokio::time::timeout_at(deadline, async {
             let instance = self.pre.instantiate_async(&mut store).await?;
@@ -300,6 +304,14 @@ impl Sandbox {
                 )
             }),
         };
+        // A result over max_output_size is cut at clean JSON boundaries, with
+        // a marker; only one over the hard limit failed above.
+        let mut output_cut = 0;
+        let result = result.map(|value| {
+            let (value, cut) = output::fit(value, self.limits.max_output_size);
+            output_cut = cut as u64;
+            value
+        });
         Report {
             result,
             logs: state.logs,
@@ -308,6 +320,7 @@ impl Sandbox {
                 fuel,
                 micros: started.elapsed().as_micros() as u64,
                 logs_dropped: state.logs_dropped,
+                output_cut,
             },
         }
     }

@@ -104,15 +104,34 @@ async fn deep_recursion_overflows_the_stack_cleanly() {
 }
 
 #[tokio::test]
+async fn large_output_is_cut_with_a_marker() {
+    // Tight: max_output_size is 64 KiB. Over it, the result is cut at clean
+    // JSON boundaries and says so.
+    let report = run(
+        Kind::Tight,
+        "async () => Array.from({length: 5000}, (_, i) => ({ i, pad: 'y'.repeat(20) }))",
+    )
+    .await;
+    let value = report.result.expect("a cut result, not an error");
+    let items = value.as_array().unwrap();
+    assert_eq!(items[0]["i"], 0);
+    let marker = items.last().unwrap().as_str().unwrap();
+    assert!(marker.contains("more of 5000 items"), "{marker}");
+    assert!(quickforge::sandbox::json_len(&value) <= 64 * 1024);
+    assert!(report.stats.output_cut > 0);
+}
+
+#[tokio::test]
 async fn huge_output_is_refused() {
+    // Over OUTPUT_HARD_FACTOR x max_output_size (16 x 64 KiB) it fails.
     let msg = fails_as(
         Kind::Tight,
-        "async () => 'x'.repeat(100000)",
+        "async () => 'x'.repeat(2000000)",
         ErrorKind::OutputTooLarge,
         HANG_BOUND,
     )
     .await;
-    assert!(msg.contains("65536-byte output limit"), "{msg}");
+    assert!(msg.contains("1048576-byte output limit"), "{msg}");
 }
 
 #[tokio::test]

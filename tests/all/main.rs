@@ -2,8 +2,13 @@
 
 mod api;
 mod cli;
+mod config;
+mod dts;
+mod gateway;
 mod hostile;
+mod http;
 mod isolation;
 mod limits;
+mod mcp;
 mod soak;
 mod support;

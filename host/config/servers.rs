@@ -1,0 +1,505 @@
+//! `[servers.NAME]`, `[groups.NAME]` and `[manifest]`: the downstream side of
+//! forge.toml.
+//!
+//! The raw serde types mirror the file (Forgemax's keys plus `env` and `cwd`);
+//! [`resolve`] validates them, expands `${VAR}` references and reports every
+//! problem with the file, line and dotted key.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::expand::{ExpandError, expand};
+
+/// Longest server or group name. Names appear in scripts and messages.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// Default per-call timeout of a downstream server, seconds. 30 s: Forgemax's
+/// default, long enough for a slow API, short enough to free a script's
+/// budget. (The script's own `timeout_secs` still applies.)
+pub const DEFAULT_SERVER_TIMEOUT_SECS: f64 = 30.0;
+/// Longest per-server timeout, seconds: an hour. Calls are work of one agent
+/// turn; longer ones belong in a job system.
+pub const MAX_SERVER_TIMEOUT_SECS: f64 = 3600.0;
+/// Default consecutive failures that open a server's circuit breaker. Five
+/// tells a dead server from a blip without burning many scripts on it.
+pub const DEFAULT_FAILURE_THRESHOLD: u32 = 5;
+/// Default seconds an open breaker waits before letting one probe through.
+pub const DEFAULT_RECOVERY_TIMEOUT_SECS: f64 = 30.0;
+/// Default seconds between manifest refreshes. Five minutes: servers that
+/// announce changes (`notifications/tools/list_changed`) are refreshed at once
+/// anyway; polling only catches the ones that do not.
+pub const DEFAULT_REFRESH_INTERVAL_SECS: u64 = 300;
+
+/// Environment variables a stdio server inherits from the gateway. Nothing
+/// else of the gateway's environment (which may hold every secret of the
+/// user's shell) reaches a child; give a server what it needs with `env`.
+pub const INHERITED_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TERM",
+    "TMPDIR",
+    "TZ",
+    // Windows needs these to start most programs at all.
+    "SYSTEMROOT",
+    "SYSTEMDRIVE",
+    "WINDIR",
+    "COMSPEC",
+    "PATHEXT",
+    "USERPROFILE",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "PROGRAMDATA",
+    "PROGRAMFILES",
+    "TEMP",
+    "TMP",
+];
+
+/// One downstream MCP server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// Its name: the first argument of `forge.callTool`.
+    pub name: String,
+    /// What it is for, shown in `manifest.servers`.
+    pub description: Option<String>,
+    /// How to reach it.
+    pub transport: Transport,
+    /// Longest wait for one call's answer.
+    pub timeout: Duration,
+    /// Whether failures open a circuit breaker.
+    pub circuit_breaker: bool,
+    /// Consecutive failures that open the breaker.
+    pub failure_threshold: u32,
+    /// How long an open breaker waits before a probe.
+    pub recovery_timeout: Duration,
+}
+
+/// How quickforge talks to a server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transport {
+    /// A child process speaking JSON-RPC on stdin/stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its environment: [`INHERITED_ENV`] from the gateway, then these.
+        env: BTreeMap<String, String>,
+        /// Its working directory; `None` inherits the gateway's.
+        cwd: Option<PathBuf>,
+    },
+    /// A URL: streamable HTTP, falling back to legacy HTTP+SSE as the MCP
+    /// specification's backwards-compatibility rule describes.
+    Http {
+        /// The endpoint.
+        url: String,
+        /// Extra request headers (e.g. `Authorization`).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// How a group's servers may share data within one execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// The first call into the group locks the execution to it.
+    Strict,
+    /// A label only; no lock.
+    Open,
+}
+
+/// `[groups.NAME]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupConfig {
+    /// The group's name.
+    pub name: String,
+    /// Its servers.
+    pub servers: Vec<String>,
+    /// Its isolation.
+    pub isolation: Isolation,
+}
+
+/// `[manifest]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestConfig {
+    /// How often every server's tools are listed again; `None` disables polling.
+    pub refresh_interval: Option<Duration>,
+}
+
+impl Default for ManifestConfig {
+    fn default() -> Self {
+        ManifestConfig {
+            refresh_interval: Some(Duration::from_secs(DEFAULT_REFRESH_INTERVAL_SECS)),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawServer {
+    transport: Option<Spanned<String>>,
+    command: Option<Spanned<String>>,
+    #[serde(default)]
+    args: Vec<Spanned<String>>,
+    url: Option<Spanned<String>>,
+    #[serde(default)]
+    headers: BTreeMap<String, Spanned<String>>,
+    description: Option<Spanned<String>>,
+    timeout_secs: Option<Spanned<f64>>,
+    circuit_breaker: Option<bool>,
+    failure_threshold: Option<Spanned<u32>>,
+    recovery_timeout_secs: Option<Spanned<f64>>,
+    #[serde(default)]
+    env: BTreeMap<String, Spanned<String>>,
+    cwd: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGroup {
+    servers: Spanned<Vec<Spanned<String>>>,
+    isolation: Option<Isolation>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawManifest {
+    refresh_interval_secs: Option<Spanned<u64>>,
+}
+
+/// Reports a problem at a byte offset of the file.
+pub(super) trait Report {
+    fn at(&self, span: std::ops::Range<usize>, key: String, message: String) -> super::ConfigError;
+}
+
+/// What [`resolve`] produces.
+pub(super) struct Downstream {
+    pub servers: Vec<ServerConfig>,
+    pub groups: Vec<GroupConfig>,
+    pub manifest: ManifestConfig,
+}
+
+/// Validates and expands the downstream part of the file.
+pub(super) fn resolve(
+    servers: BTreeMap<Spanned<String>, Spanned<RawServer>>,
+    groups: BTreeMap<Spanned<String>, Spanned<RawGroup>>,
+    manifest: Option<Spanned<RawManifest>>,
+    base_dir: &Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    report: &dyn Report,
+) -> Result<Downstream, super::ConfigError> {
+    let mut out = Vec::with_capacity(servers.len());
+    for (name, raw) in servers {
+        let key = format!("servers.{}", name.get_ref());
+        check_name(&name, &key, report)?;
+        let span = raw.span();
+        out.push(server(
+            name.into_inner(),
+            raw.into_inner(),
+            span,
+            base_dir,
+            lookup,
+            report,
+        )?);
+    }
+    let names: Vec<&str> = out.iter().map(|s| s.name.as_str()).collect();
+    let mut owner: BTreeMap<String, String> = BTreeMap::new();
+    let mut resolved_groups = Vec::with_capacity(groups.len());
+    for (name, raw) in groups {
+        let key = format!("groups.{}", name.get_ref());
+        check_name(&name, &key, report)?;
+        let raw_span = raw.span();
+        let raw = raw.into_inner();
+        if raw.servers.get_ref().is_empty() {
+            return Err(report.at(
+                raw.servers.span(),
+                format!("{key}.servers"),
+                "a group needs at least one server".into(),
+            ));
+        }
+        let mut members = Vec::new();
+        for server in raw.servers.into_inner() {
+            let span = server.span();
+            let server = server.into_inner();
+            if !names.contains(&server.as_str()) {
+                let hint = crate::suggest::did_you_mean(&server, names.iter().copied())
+                    .map(|s| format!("; did you mean {s:?}?"))
+                    .unwrap_or_default();
+                return Err(report.at(
+                    span,
+                    format!("{key}.servers"),
+                    format!("no server is named {server:?}{hint}"),
+                ));
+            }
+            if let Some(other) = owner.insert(server.clone(), name.get_ref().clone()) {
+                return Err(report.at(
+                    span,
+                    format!("{key}.servers"),
+                    format!("server {server:?} is already in group {other:?}; a server belongs to at most one group"),
+                ));
+            }
+            members.push(server);
+        }
+        let _ = raw_span;
+        resolved_groups.push(GroupConfig {
+            name: name.into_inner(),
+            servers: members,
+            isolation: raw.isolation.unwrap_or(Isolation::Strict),
+        });
+    }
+    let manifest = match manifest.map(Spanned::into_inner) {
+        None => ManifestConfig::default(),
+        Some(m) => ManifestConfig {
+            refresh_interval: match m.refresh_interval_secs.map(Spanned::into_inner) {
+                None => Some(Duration::from_secs(DEFAULT_REFRESH_INTERVAL_SECS)),
+                Some(0) => None,
+                Some(secs) => Some(Duration::from_secs(secs)),
+            },
+        },
+    };
+    Ok(Downstream {
+        servers: out,
+        groups: resolved_groups,
+        manifest,
+    })
+}
+
+fn check_name(
+    name: &Spanned<String>,
+    key: &str,
+    report: &dyn Report,
+) -> Result<(), super::ConfigError> {
+    let n = name.get_ref();
+    let ok = !n.is_empty()
+        && n.len() <= MAX_NAME_LEN
+        && n.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ok {
+        Ok(())
+    } else {
+        Err(report.at(
+            name.span(),
+            key.to_string(),
+            format!("names are 1 to {MAX_NAME_LEN} ASCII letters, digits, _ or -; got {n:?}"),
+        ))
+    }
+}
+
+fn server(
+    name: String,
+    raw: RawServer,
+    span: std::ops::Range<usize>,
+    base_dir: &Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    report: &dyn Report,
+) -> Result<ServerConfig, super::ConfigError> {
+    let key = |k: &str| format!("servers.{name}.{k}");
+    let text = |value: Spanned<String>, k: String| -> Result<String, super::ConfigError> {
+        let span = value.span();
+        expand(value.get_ref(), lookup).map_err(|e: ExpandError| report.at(span, k, e.to_string()))
+    };
+    let kind = match &raw.transport {
+        None if raw.command.is_some() => "stdio".to_string(),
+        None if raw.url.is_some() => "http".to_string(),
+        None => {
+            return Err(report.at(
+                span,
+                format!("servers.{name}"),
+                "a server needs `command` (a stdio server) or `url` (an HTTP server)".into(),
+            ));
+        }
+        Some(t) => t.get_ref().clone(),
+    };
+    let transport_span = raw.transport.as_ref().map_or(span.clone(), |t| t.span());
+    let transport = match kind.as_str() {
+        "stdio" => {
+            let Some(command) = raw.command else {
+                return Err(report.at(
+                    transport_span,
+                    key("command"),
+                    "a stdio server needs `command`".into(),
+                ));
+            };
+            if let Some(url) = &raw.url {
+                return Err(report.at(
+                    url.span(),
+                    key("url"),
+                    "`url` is for HTTP servers; a stdio server has `command`".into(),
+                ));
+            }
+            if let Some((header, value)) = raw.headers.iter().next() {
+                return Err(report.at(
+                    value.span(),
+                    key(&format!("headers.{header}")),
+                    "`headers` are for HTTP servers".into(),
+                ));
+            }
+            let command = text(command, key("command"))?;
+            if command.trim().is_empty() {
+                return Err(report.at(span, key("command"), "must not be empty".into()));
+            }
+            let mut args = Vec::with_capacity(raw.args.len());
+            for (i, arg) in raw.args.into_iter().enumerate() {
+                args.push(text(arg, format!("{}[{i}]", key("args")))?);
+            }
+            let mut env = BTreeMap::new();
+            for (var, value) in raw.env {
+                let value = text(value, key(&format!("env.{var}")))?;
+                env.insert(var, value);
+            }
+            let cwd = match raw.cwd {
+                None => None,
+                Some(dir) => {
+                    let dir = PathBuf::from(text(dir, key("cwd"))?);
+                    Some(if dir.is_relative() {
+                        base_dir.join(dir)
+                    } else {
+                        dir
+                    })
+                }
+            };
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            }
+        }
+        "http" | "sse" | "streamable-http" | "streamable_http" | "streamableHttp" => {
+            let Some(url) = raw.url else {
+                return Err(report.at(
+                    transport_span,
+                    key("url"),
+                    format!("a {kind} server needs `url`"),
+                ));
+            };
+            if let Some(command) = &raw.command {
+                return Err(report.at(
+                    command.span(),
+                    key("command"),
+                    "`command` is for stdio servers; an HTTP server has `url`".into(),
+                ));
+            }
+            for (k, v) in [
+                ("args", raw.args.first().map(Spanned::span)),
+                ("cwd", raw.cwd.as_ref().map(Spanned::span)),
+                ("env", raw.env.values().next().map(Spanned::span)),
+            ] {
+                if let Some(s) = v {
+                    return Err(report.at(s, key(k), format!("`{k}` is for stdio servers")));
+                }
+            }
+            let url_span = url.span();
+            let url = text(url, key("url"))?;
+            match reqwest::Url::parse(&url) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+                Ok(u) => {
+                    return Err(report.at(
+                        url_span,
+                        key("url"),
+                        format!(
+                            "scheme {:?} is not supported; use http or https",
+                            u.scheme()
+                        ),
+                    ));
+                }
+                Err(e) => {
+                    return Err(report.at(url_span, key("url"), format!("not a valid URL: {e}")));
+                }
+            }
+            let mut headers = BTreeMap::new();
+            for (header, value) in raw.headers {
+                let k = key(&format!("headers.{header}"));
+                let span = value.span();
+                let value = text(value, k.clone())?;
+                if reqwest::header::HeaderName::from_bytes(header.as_bytes()).is_err() {
+                    return Err(report.at(
+                        span,
+                        k,
+                        format!("{header:?} is not a valid HTTP header name"),
+                    ));
+                }
+                if reqwest::header::HeaderValue::from_str(&value).is_err() {
+                    return Err(report.at(
+                        span,
+                        k,
+                        "the value is not a valid HTTP header value (control characters?)".into(),
+                    ));
+                }
+                headers.insert(header, value);
+            }
+            Transport::Http { url, headers }
+        }
+        other => {
+            return Err(report.at(
+                transport_span,
+                key("transport"),
+                format!("unsupported transport {other:?}: use \"stdio\", \"http\" (streamable HTTP, falling back to SSE) or \"sse\" (the same)"),
+            ));
+        }
+    };
+    let description = raw
+        .description
+        .map(|d| text(d, key("description")))
+        .transpose()?;
+    let seconds = |value: Option<Spanned<f64>>,
+                   k: &str,
+                   default: f64|
+     -> Result<Duration, super::ConfigError> {
+        match value {
+            None => Ok(Duration::from_secs_f64(default)),
+            Some(v) if *v.get_ref() > 0.0 && *v.get_ref() <= MAX_SERVER_TIMEOUT_SECS => {
+                Ok(Duration::from_secs_f64(*v.get_ref()))
+            }
+            Some(v) => Err(report.at(
+                v.span(),
+                key(k),
+                format!(
+                    "must be above 0 and at most {MAX_SERVER_TIMEOUT_SECS}, got {}",
+                    v.get_ref()
+                ),
+            )),
+        }
+    };
+    let timeout = seconds(
+        raw.timeout_secs,
+        "timeout_secs",
+        DEFAULT_SERVER_TIMEOUT_SECS,
+    )?;
+    let recovery_timeout = seconds(
+        raw.recovery_timeout_secs,
+        "recovery_timeout_secs",
+        DEFAULT_RECOVERY_TIMEOUT_SECS,
+    )?;
+    let failure_threshold = match raw.failure_threshold {
+        None => DEFAULT_FAILURE_THRESHOLD,
+        Some(t) if *t.get_ref() > 0 => *t.get_ref(),
+        Some(t) => {
+            return Err(report.at(
+                t.span(),
+                key("failure_threshold"),
+                "must be at least 1".into(),
+            ));
+        }
+    };
+    Ok(ServerConfig {
+        name,
+        description,
+        transport,
+        timeout,
+        circuit_breaker: raw.circuit_breaker.unwrap_or(true),
+        failure_threshold,
+        recovery_timeout,
+    })
+}

@@ -1,0 +1,31 @@
+// search mode: only manifest and logs; forge calls and stash reject (MODE_DENIED)
+type Log = (...a: any[]) => void;
+type Err = { name: string; code: string; message: string; retryable: boolean; suggestion: string | null };
+// s.tool(args); s.cat.tool(args) calls tool "cat.tool"
+type Server = { [k: string]: Server & ((args?: object) => Promise<any>) };
+declare class ForgeError extends Error {
+  code: string; // e.g. SERVER_NOT_FOUND, TOOL_NOT_FOUND, INVALID_ARGUMENT
+  retryable: boolean;
+  suggestion: string | null;
+  toJSON(): Err;
+}
+declare const forge: {
+  callTool(server: string, tool: string, args?: object): Promise<any>;
+  server(name: string): Server;
+  readResource(server: string, uri: string): Promise<any>;
+  stash: { // kept across executions; ttl in seconds
+    put(key: string, value: unknown, opts?: { ttl?: number }): Promise<{ ok: true }>;
+    get(key: string): Promise<unknown | null>;
+    delete(key: string): Promise<{ deleted: boolean }>;
+    keys(): Promise<string[]>;
+  };
+  // never rejects for a call: results[i] null, error in errors. failFast: start no more calls (aborted)
+  parallel(calls: ((() => unknown) | { fn: () => unknown })[], opts?: { concurrency?: number; failFast?: boolean }): Promise<{ results: unknown[]; errors: { index: number; error: Err }[]; aborted: boolean }>;
+  log: Log;
+};
+declare const console: { log: Log; info: Log; debug: Log; warn: Log; error: Log };
+declare const manifest: {
+  servers: { name: string; description: string; status: "connecting" | "ready" | "unavailable"; error?: string; tools: number; categories: string[]; resources: { uri: string; name: string; mimeType?: string }[] }[];
+  search(query: string, opts?: { limit?: number }): { server: string; tool: string; description: string }[];
+  tool(server: string, name: string): { server: string; name: string; title?: string; description: string; inputSchema: object; outputSchema?: object; annotations?: object; signature: string };
+};

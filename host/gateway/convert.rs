@@ -1,0 +1,254 @@
+//! Downstream results, converted to what a script expects.
+//!
+//! Works on the MCP wire shape (JSON), so it does not depend on how the SDK
+//! models content types from one protocol revision to the next.
+//!
+//! - `structuredContent`, when present, is the value;
+//! - else each content block becomes a value: text that parses as JSON is
+//!   parsed, other text stays a string; images, audio and binary resources
+//!   become metadata (`{type, mimeType, size}`), never megabytes of base64;
+//! - one block is returned as itself, several as an array, none as `null`;
+//! - `isError: true` becomes a `TOOL_ERROR` carrying the server's text.
+
+use serde_json::{Map, Value, json};
+
+use crate::error::ForgeError;
+
+/// Longest server error text passed into a `ForgeError`, in bytes. A stack
+/// dump from a server is noise for a model; the start says what went wrong.
+pub const MAX_ERROR_TEXT: usize = 2048;
+
+/// Converts a `tools/call` result (as JSON) from `server`'s `tool`.
+pub fn call_result(server: &str, tool: &str, result: Value) -> Result<Value, ForgeError> {
+    let Value::Object(mut result) = result else {
+        return Err(ForgeError::new(
+            "INVALID_RESPONSE",
+            format!("{server}.{tool} returned a result that is not an object"),
+        ));
+    };
+    let is_error = result
+        .get("isError")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let content = match result.remove("content") {
+        Some(Value::Array(blocks)) => blocks,
+        _ => Vec::new(),
+    };
+    if is_error {
+        let text: Vec<String> = content
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect();
+        let text = if text.is_empty() {
+            result
+                .get("structuredContent")
+                .map(Value::to_string)
+                .unwrap_or_else(|| "the tool reported an error without a message".into())
+        } else {
+            text.join("\n")
+        };
+        return Err(ForgeError::new(
+            "TOOL_ERROR",
+            format!("{server}.{tool} failed: {}", clip(&text, MAX_ERROR_TEXT)),
+        )
+        .suggest("the downstream tool reported this error; check the arguments against manifest.tool(...)"));
+    }
+    if let Some(structured) = result.remove("structuredContent") {
+        return Ok(structured);
+    }
+    Ok(collapse(content.into_iter().map(block).collect()))
+}
+
+/// Converts a `resources/read` result (as JSON).
+pub fn read_result(result: Value) -> Value {
+    let contents = match result {
+        Value::Object(mut o) => match o.remove("contents") {
+            Some(Value::Array(c)) => c,
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    collapse(contents.into_iter().map(resource_contents).collect())
+}
+
+fn collapse(mut values: Vec<Value>) -> Value {
+    match values.len() {
+        0 => Value::Null,
+        1 => values.pop().unwrap_or(Value::Null),
+        _ => Value::Array(values),
+    }
+}
+
+/// Text parsed as JSON when all of it is JSON, else the text itself.
+fn text_value(text: String) -> Value {
+    let trimmed = text.trim_start();
+    let looks_json = trimmed.starts_with(['{', '[', '"'])
+        || matches!(trimmed, "true" | "false" | "null")
+        || trimmed.parse::<f64>().is_ok();
+    if looks_json && let Ok(v) = serde_json::from_str(&text) {
+        return v;
+    }
+    Value::String(text)
+}
+
+fn block(b: Value) -> Value {
+    let Value::Object(mut b) = b else {
+        return b;
+    };
+    match b.get("type").and_then(Value::as_str) {
+        Some("text") => match b.remove("text") {
+            Some(Value::String(t)) => text_value(t),
+            other => other.unwrap_or(Value::Null),
+        },
+        Some(kind @ ("image" | "audio")) => {
+            let kind = kind.to_string();
+            binary_meta(&kind, &b, "data")
+        }
+        Some("resource") => match b.remove("resource") {
+            Some(r) => resource_contents(r),
+            None => Value::Null,
+        },
+        Some("resource_link") => {
+            let mut o = Map::new();
+            o.insert("type".into(), "resource_link".into());
+            for k in ["uri", "name", "title", "description", "mimeType", "size"] {
+                if let Some(v) = b.remove(k) {
+                    o.insert(k.into(), v);
+                }
+            }
+            Value::Object(o)
+        }
+        _ => Value::Object(b),
+    }
+}
+
+/// A `resources/read` entry: text (JSON-parsed when its MIME type says JSON
+/// or it parses cleanly) or blob metadata.
+fn resource_contents(r: Value) -> Value {
+    let Value::Object(mut r) = r else {
+        return r;
+    };
+    if let Some(Value::String(text)) = r.remove("text") {
+        let json_mime = r
+            .get("mimeType")
+            .and_then(Value::as_str)
+            .is_some_and(|m| m.contains("json"));
+        if json_mime && let Ok(v) = serde_json::from_str(&text) {
+            return v;
+        }
+        return text_value(text);
+    }
+    if r.contains_key("blob") {
+        return binary_meta("blob", &r, "blob");
+    }
+    Value::Object(r)
+}
+
+/// `{type, mimeType, size, uri?}` for base64 data in `field`.
+fn binary_meta(kind: &str, b: &Map<String, Value>, field: &str) -> Value {
+    let encoded = b.get(field).and_then(Value::as_str).unwrap_or("");
+    let padding = encoded.bytes().rev().take_while(|&c| c == b'=').count();
+    let size = (encoded.len() / 4 * 3).saturating_sub(padding.min(2));
+    let mut o = json!({"type": kind, "mimeType": b.get("mimeType").cloned().unwrap_or(Value::Null), "size": size});
+    if let Some(uri) = b.get("uri") {
+        o["uri"] = uri.clone();
+    }
+    o
+}
+
+/// `text` cut to at most `max` bytes at a char boundary, with a marker.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}… ({} bytes cut)", &text[..cut], text.len() - cut)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn structured_content_wins() {
+        let r = json!({"content": [{"type": "text", "text": "ignored"}], "structuredContent": {"a": 1}});
+        assert_eq!(call_result("s", "t", r).unwrap(), json!({"a": 1}));
+    }
+
+    #[test]
+    fn text_parses_as_json_when_it_is_json() {
+        let one = |t: &str| {
+            call_result("s", "t", json!({"content": [{"type": "text", "text": t}]})).unwrap()
+        };
+        assert_eq!(one("{\"x\": [1, 2]}"), json!({"x": [1, 2]}));
+        assert_eq!(one("42"), json!(42));
+        assert_eq!(one("Echo: hello"), json!("Echo: hello"));
+        assert_eq!(one("[not json"), json!("[not json"));
+        assert_eq!(
+            call_result("s", "t", json!({"content": []})).unwrap(),
+            Value::Null
+        );
+    }
+
+    #[test]
+    fn several_blocks_become_an_array_and_binaries_metadata() {
+        let r = json!({"content": [
+            {"type": "text", "text": "a"},
+            {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
+            {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+            {"type": "resource", "resource": {"uri": "test://1", "mimeType": "application/json", "text": "{\"k\":1}"}},
+            {"type": "resource_link", "uri": "test://2", "name": "two"}
+        ]});
+        let v = call_result("s", "t", r).unwrap();
+        assert_eq!(v[0], json!("a"));
+        assert_eq!(
+            v[1],
+            json!({"type": "image", "mimeType": "image/png", "size": 5})
+        );
+        assert_eq!(v[2]["size"], 3);
+        assert_eq!(v[3], json!({"k": 1}));
+        assert_eq!(
+            v[4],
+            json!({"type": "resource_link", "uri": "test://2", "name": "two"})
+        );
+    }
+
+    #[test]
+    fn is_error_becomes_a_tool_error() {
+        let r = json!({"isError": true, "content": [{"type": "text", "text": "repo not found"}]});
+        let e = call_result("github", "get", r).unwrap_err();
+        assert_eq!(e.code, "TOOL_ERROR");
+        assert!(
+            e.message.contains("github.get failed: repo not found"),
+            "{}",
+            e.message
+        );
+        assert!(!e.retryable);
+    }
+
+    #[test]
+    fn resources_convert_likewise() {
+        assert_eq!(
+            read_result(json!({"contents": [{"uri": "u", "text": "plain"}]})),
+            json!("plain")
+        );
+        let blob = read_result(
+            json!({"contents": [{"uri": "u", "blob": "AAAAAAAA", "mimeType": "application/octet-stream"}]}),
+        );
+        assert_eq!(
+            blob,
+            json!({"type": "blob", "mimeType": "application/octet-stream", "size": 6, "uri": "u"})
+        );
+    }
+
+    #[test]
+    fn clip_marks_the_cut() {
+        assert_eq!(clip("abc", 5), "abc");
+        assert_eq!(clip("abcdef", 3), "abc… (3 bytes cut)");
+        assert_eq!(clip("ééé", 3), "é… (4 bytes cut)");
+    }
+}

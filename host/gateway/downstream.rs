@@ -1,0 +1,415 @@
+//! One live connection to one downstream MCP server: spawning or dialing it,
+//! the rmcp client session on top, and the calls a script makes through it.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
+    Implementation, ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams, ServerResult,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransportConfig, StreamableHttpError,
+};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::mpsc;
+
+use super::convert;
+use super::sse::SseTransport;
+use crate::config::{INHERITED_ENV, ServerConfig, Transport};
+use crate::error::ForgeError;
+
+/// Longest line accepted from a stdio server, bytes. Larger results are
+/// legitimate (a file, a page); the cap keeps one runaway line from taking
+/// the gateway's memory with it.
+pub const MAX_LINE: usize = 64 * 1024 * 1024;
+
+/// Longest stderr line of a server kept in the gateway's log, bytes.
+pub const MAX_STDERR_LINE: usize = 4096;
+
+/// What a downstream session tells the gateway.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// `notifications/tools/list_changed` or `resources/list_changed` from
+    /// the named server.
+    ListChanged(String),
+}
+
+/// The rmcp client handler of one session: it knows its server's name and
+/// forwards list-change notifications to the gateway.
+#[derive(Clone)]
+pub struct Handler {
+    server: Arc<str>,
+    events: mpsc::UnboundedSender<Event>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("quickforge", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        let _ = self
+            .events
+            .send(Event::ListChanged(self.server.to_string()));
+    }
+
+    async fn on_resource_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        let _ = self
+            .events
+            .send(Event::ListChanged(self.server.to_string()));
+    }
+}
+
+/// A live session with one server.
+pub struct Connection {
+    /// Sends requests.
+    pub peer: Peer<RoleClient>,
+    /// What the server said about itself at initialize.
+    pub instructions: Option<String>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
+    cancel: std::sync::Mutex<Option<rmcp::service::RunningServiceCancellationToken>>,
+    child: Option<ChildGuard>,
+}
+
+impl Connection {
+    /// Resolves when the session has ended (the server exited, closed the
+    /// stream, or [`Connection::close`] was called).
+    pub async fn closed(&self) {
+        let service = self.service.lock().await.take();
+        if let Some(service) = service {
+            let _ = service.waiting().await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Ends the session and, for a stdio server, its process group.
+    pub fn close(&self) {
+        if let Some(cancel) = self.cancel.lock().ok().and_then(|mut c| c.take()) {
+            cancel.cancel();
+        }
+        if let Some(child) = &self.child {
+            child.kill();
+        }
+    }
+
+    /// The child's process id, for a stdio server.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(|c| c.pid)
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Kills a stdio server's whole process group (npx, uvx and shell wrappers
+/// start the real server as a grandchild) when the connection goes.
+struct ChildGuard {
+    pid: Option<u32>,
+    _child: tokio::process::Child,
+}
+
+impl ChildGuard {
+    fn kill(&self) {
+        #[cfg(unix)]
+        if let Some(pid) = self
+            .pid
+            .and_then(|p| i32::try_from(p).ok())
+            .filter(|&p| p > 0)
+        {
+            // SAFETY: kill(2) with a negative pid signals the process group the
+            // child leads (it was spawned with process_group(0)); no memory
+            // is involved.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Connects to `config`'s server and completes the MCP handshake.
+pub async fn connect(
+    config: &ServerConfig,
+    events: mpsc::UnboundedSender<Event>,
+) -> Result<Connection, String> {
+    let handler = Handler {
+        server: config.name.as_str().into(),
+        events,
+    };
+    match &config.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args).env_clear();
+            for key in INHERITED_ENV {
+                if let Some(value) = std::env::var_os(key) {
+                    cmd.env(key, value);
+                }
+            }
+            cmd.envs(env);
+            if let Some(dir) = cwd {
+                cmd.current_dir(dir);
+            }
+            cmd.stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .kill_on_drop(true);
+            #[cfg(unix)]
+            cmd.process_group(0);
+            let mut child = cmd
+                .spawn()
+                .map_err(|e| format!("could not start {command:?}: {e}"))?;
+            let pid = child.id();
+            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                return Err("the child's stdio pipes were not available".into());
+            };
+            if let Some(stderr) = child.stderr.take() {
+                tokio::spawn(drain_stderr(config.name.clone(), stderr));
+            }
+            let guard = ChildGuard { pid, _child: child };
+            let transport =
+                AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(MAX_LINE);
+            let service = handler
+                .serve(transport)
+                .await
+                .map_err(|e| format!("MCP handshake with {command:?} failed: {e}"))?;
+            Ok(finish(service, Some(guard)))
+        }
+        Transport::Http { url, headers } => {
+            let http = http_client()?;
+            let mut custom = HashMap::new();
+            let mut header_map = HeaderMap::new();
+            for (k, v) in headers {
+                let name = HeaderName::from_bytes(k.as_bytes())
+                    .map_err(|e| format!("header {k:?}: {e}"))?;
+                let value = HeaderValue::from_str(v).map_err(|e| format!("header {k:?}: {e}"))?;
+                custom.insert(name.clone(), value.clone());
+                header_map.insert(name, value);
+            }
+            let streamable = StreamableHttpClientTransport::with_client(
+                http.clone(),
+                StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom)
+                    .reinit_on_expired_session(true),
+            );
+            match handler.clone().serve(streamable).await {
+                Ok(service) => Ok(finish(service, None)),
+                Err(e) if refuses_streamable_http(&e) => {
+                    tracing::info!(server = %config.name, "no streamable HTTP ({e}); trying legacy HTTP+SSE");
+                    let sse = SseTransport::connect(http, url, header_map, &config.name)
+                        .await
+                        .map_err(|sse| {
+                            format!("neither streamable HTTP ({e}) nor HTTP+SSE ({sse}) worked")
+                        })?;
+                    let service = handler
+                        .serve(sse)
+                        .await
+                        .map_err(|e| format!("MCP handshake over HTTP+SSE failed: {e}"))?;
+                    Ok(finish(service, None))
+                }
+                Err(e) => Err(format!("MCP handshake over streamable HTTP failed: {e}")),
+            }
+        }
+    }
+}
+
+fn finish(service: RunningService<RoleClient, Handler>, child: Option<ChildGuard>) -> Connection {
+    let instructions = service.peer_info().and_then(|i| i.instructions.clone());
+    Connection {
+        peer: service.peer().clone(),
+        instructions,
+        cancel: std::sync::Mutex::new(Some(service.cancellation_token())),
+        service: tokio::sync::Mutex::new(Some(service)),
+        child,
+    }
+}
+
+/// The HTTP client for downstream servers: rustls with the ring provider,
+/// installed once per process.
+fn http_client() -> Result<reqwest::Client, String> {
+    static PROVIDER: std::sync::Once = std::sync::Once::new();
+    PROVIDER.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| format!("could not build an HTTP client: {e}"))
+}
+
+/// Whether a failed streamable-HTTP handshake means "this is not a
+/// streamable-HTTP endpoint": a 4xx answer to the initialize POST, or a
+/// non-MCP content type. The specification then says to try HTTP+SSE.
+fn refuses_streamable_http(err: &rmcp::service::ClientInitializeError) -> bool {
+    use rmcp::service::ClientInitializeError as E;
+    let E::TransportError { error, .. } = err else {
+        return false;
+    };
+    match error
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        Some(StreamableHttpError::UnexpectedServerResponse(msg)) => msg.starts_with("HTTP 4"),
+        Some(StreamableHttpError::UnexpectedContentType(_)) => true,
+        _ => false,
+    }
+}
+
+/// Copies a server's stderr into the gateway's log, line by line, each line
+/// cut at [`MAX_STDERR_LINE`] bytes so a chatty server cannot grow memory.
+async fn drain_stderr(server: String, stderr: tokio::process::ChildStderr) {
+    let mut reader = BufReader::new(stderr);
+    let mut line: Vec<u8> = Vec::new();
+    let emit = |line: &[u8]| {
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim_end();
+        if !text.is_empty() {
+            tracing::info!(target: "quickforge::downstream", server = %server, "{text}");
+        }
+    };
+    loop {
+        let buf = match reader.fill_buf().await {
+            Ok(buf) if !buf.is_empty() => buf,
+            _ => break,
+        };
+        let newline = buf.iter().position(|&b| b == b'\n');
+        let chunk = &buf[..newline.unwrap_or(buf.len())];
+        let room = MAX_STDERR_LINE.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let consumed = newline.map_or(buf.len(), |i| i + 1);
+        reader.consume(consumed);
+        if newline.is_some() {
+            emit(&line);
+            line.clear();
+        }
+    }
+    emit(&line);
+}
+
+/// Sends `tools/call` and converts the result.
+pub async fn call_tool(
+    peer: &Peer<RoleClient>,
+    server: &str,
+    tool: &str,
+    args: Value,
+    timeout: Duration,
+) -> Result<Value, ForgeError> {
+    let Value::Object(arguments) = args else {
+        return Err(ForgeError::new(
+            "INVALID_ARGUMENTS",
+            "tool arguments must be a JSON object",
+        ));
+    };
+    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    match send(peer, server, request, timeout).await? {
+        ServerResult::CallToolResult(result) => {
+            let json = serde_json::to_value(&result).map_err(|e| {
+                ForgeError::new("INVALID_RESPONSE", format!("{server}.{tool}: {e}"))
+            })?;
+            convert::call_result(server, tool, json)
+        }
+        other => Err(unexpected(server, &other)),
+    }
+}
+
+/// Sends `resources/read` and converts the result.
+pub async fn read_resource(
+    peer: &Peer<RoleClient>,
+    server: &str,
+    uri: &str,
+    timeout: Duration,
+) -> Result<Value, ForgeError> {
+    let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
+        ReadResourceRequestParams::new(uri),
+    ));
+    match send(peer, server, request, timeout).await? {
+        ServerResult::ReadResourceResult(result) => {
+            let json = serde_json::to_value(&result)
+                .map_err(|e| ForgeError::new("INVALID_RESPONSE", format!("{server}: {e}")))?;
+            Ok(convert::read_result(json))
+        }
+        other => Err(unexpected(server, &other)),
+    }
+}
+
+fn unexpected(server: &str, result: &ServerResult) -> ForgeError {
+    let kind = serde_json::to_value(result)
+        .ok()
+        .and_then(|v| {
+            v.as_object()
+                .map(|o| o.keys().cloned().collect::<Vec<_>>().join(","))
+        })
+        .unwrap_or_default();
+    ForgeError::new(
+        "INVALID_RESPONSE",
+        format!("server {server:?} answered with an unexpected result ({kind})"),
+    )
+}
+
+async fn send(
+    peer: &Peer<RoleClient>,
+    server: &str,
+    request: ClientRequest,
+    timeout: Duration,
+) -> Result<ServerResult, ForgeError> {
+    let handle = peer
+        .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
+        .await
+        .map_err(|e| service_error(server, timeout, e))?;
+    handle
+        .await_response()
+        .await
+        .map_err(|e| service_error(server, timeout, e))
+}
+
+/// A failed request as the script sees it.
+pub fn service_error(server: &str, timeout: Duration, e: ServiceError) -> ForgeError {
+    match e {
+        ServiceError::McpError(data) => ForgeError::new(
+            "DOWNSTREAM_ERROR",
+            format!(
+                "server {server:?} refused the request: {} (JSON-RPC error {})",
+                convert::clip(&data.message, convert::MAX_ERROR_TEXT),
+                data.code.0
+            ),
+        ),
+        ServiceError::Timeout { .. } => ForgeError::new(
+            "TIMEOUT",
+            format!(
+                "server {server:?} did not answer within {} s (its timeout_secs)",
+                timeout.as_secs_f64()
+            ),
+        )
+        .retryable(),
+        ServiceError::TransportClosed
+        | ServiceError::TransportSend(_)
+        | ServiceError::Cancelled { .. } => ForgeError::new(
+            "SERVER_UNAVAILABLE",
+            format!("the connection to server {server:?} broke during the call: {e}"),
+        )
+        .retryable()
+        .suggest("the gateway reconnects in the background; retry shortly"),
+        other => ForgeError::new("DOWNSTREAM_ERROR", format!("server {server:?}: {other}")),
+    }
+}

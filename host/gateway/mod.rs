@@ -1,0 +1,450 @@
+//! The gateway: live sessions with every downstream server in forge.toml, the
+//! live manifest of what they offer, and the router that carries a script's
+//! calls to them.
+//!
+//! Each server has a supervisor task: it connects (all servers at once, at
+//! most [`MAX_PARALLEL_CONNECTS`] at a time), lists tools and resources into
+//! the manifest, waits for the session to end, and reconnects with
+//! exponential backoff and jitter. A server that fails never blocks the
+//! others or the gateway; its manifest entry stays, marked `unavailable`
+//! with the reason. The manifest is refreshed on an interval, on SIGHUP
+//! ([`Gateway::refresh_all`]) and when a server announces
+//! `notifications/tools/list_changed`.
+
+pub mod convert;
+mod downstream;
+mod sse;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::{ArcSwap, ArcSwapOption};
+use serde_json::Value;
+use tokio::sync::{Semaphore, mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Config, ServerConfig};
+use crate::dispatch::{BoxFuture, Dispatcher};
+use crate::error::ForgeError;
+use crate::manifest::{Manifest, ResourceEntry, ServerEntry, ServerStatus, Snapshot, ToolEntry};
+
+pub use downstream::{Connection, Event};
+
+/// Servers connecting at once. Each stdio server is a process start (often
+/// `npx`, which is CPU-heavy); eight keeps a cold start of many servers from
+/// starving the machine while still overlapping network waits.
+pub const MAX_PARALLEL_CONNECTS: usize = 8;
+
+/// First reconnect delay. Doubles per failure up to [`MAX_BACKOFF`].
+pub const MIN_BACKOFF: Duration = Duration::from_millis(500);
+/// Longest reconnect delay: a minute, so a server that comes back is found
+/// within a minute without hammering one that stays down.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// Longest an execution waits for servers still making their first
+/// connection attempt, so a script run right after start-up sees them.
+pub const STARTUP_WAIT: Duration = Duration::from_secs(30);
+
+/// One configured server and its current session.
+pub struct Server {
+    /// Its configuration.
+    pub config: ServerConfig,
+    conn: ArcSwapOption<Connection>,
+}
+
+impl Server {
+    /// The live session, if connected.
+    pub fn connection(&self) -> Option<Arc<Connection>> {
+        self.conn.load_full()
+    }
+}
+
+/// The gateway's shared state. Cheap to share behind an `Arc`.
+pub struct Gateway {
+    servers: BTreeMap<String, Arc<Server>>,
+    manifest: ArcSwap<Manifest>,
+    events: mpsc::UnboundedSender<Event>,
+    /// Servers still in their first connection attempt.
+    pending: watch::Sender<usize>,
+    shutdown: CancellationToken,
+}
+
+impl Gateway {
+    /// Starts connecting to every server in `config` and returns at once.
+    pub fn start(config: &Config) -> Arc<Gateway> {
+        let (events, events_rx) = mpsc::unbounded_channel();
+        let servers: BTreeMap<String, Arc<Server>> = config
+            .servers
+            .iter()
+            .map(|c| {
+                (
+                    c.name.clone(),
+                    Arc::new(Server {
+                        config: c.clone(),
+                        conn: ArcSwapOption::empty(),
+                    }),
+                )
+            })
+            .collect();
+        let manifest =
+            Manifest::new(config.servers.iter().map(|c| {
+                ServerEntry::new(&c.name, c.description.clone(), ServerStatus::Connecting)
+            }));
+        let (pending, _) = watch::channel(servers.len());
+        let gateway = Arc::new(Gateway {
+            servers,
+            manifest: ArcSwap::from_pointee(manifest),
+            events,
+            pending,
+            shutdown: CancellationToken::new(),
+        });
+        let permits = Arc::new(Semaphore::new(MAX_PARALLEL_CONNECTS));
+        for server in gateway.servers.values() {
+            tokio::spawn(supervise(
+                Arc::downgrade(&gateway),
+                server.clone(),
+                permits.clone(),
+                gateway.shutdown.clone(),
+            ));
+        }
+        tokio::spawn(refresher(
+            Arc::downgrade(&gateway),
+            events_rx,
+            config.manifest.refresh_interval,
+            gateway.shutdown.clone(),
+        ));
+        gateway
+    }
+
+    /// The current manifest.
+    pub fn manifest(&self) -> Arc<Manifest> {
+        self.manifest.load_full()
+    }
+
+    /// A consistent view for one execution.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot(self.manifest())
+    }
+
+    /// The configured server `name`.
+    pub fn server(&self, name: &str) -> Option<&Arc<Server>> {
+        self.servers.get(name)
+    }
+
+    /// Every configured server.
+    pub fn servers(&self) -> impl Iterator<Item = &Arc<Server>> {
+        self.servers.values()
+    }
+
+    /// Waits until every server has finished its first connection attempt,
+    /// or `limit` passes.
+    pub async fn wait_started(&self, limit: Duration) {
+        let mut rx = self.pending.subscribe();
+        let _ = tokio::time::timeout(limit, rx.wait_for(|&n| n == 0)).await;
+    }
+
+    /// Lists every connected server's tools and resources again.
+    pub fn refresh_all(&self) {
+        for name in self.servers.keys() {
+            let _ = self.events.send(Event::ListChanged(name.clone()));
+        }
+    }
+
+    /// Ends every session and kills every stdio server's process group. New
+    /// connections are not attempted afterwards.
+    pub fn shutdown(&self) {
+        self.shutdown.cancel();
+        for server in self.servers.values() {
+            if let Some(conn) = server.conn.swap(None) {
+                conn.close();
+            }
+        }
+    }
+
+    /// The dispatcher for one execution, routing over `snapshot`.
+    pub fn router(self: &Arc<Self>, snapshot: &Snapshot) -> Router {
+        Router {
+            gateway: self.clone(),
+            manifest: snapshot.0.clone(),
+        }
+    }
+
+    fn set_entry(&self, entry: ServerEntry) {
+        let entry = Arc::new(entry);
+        self.manifest.rcu(|m| m.with_server(entry.clone()));
+    }
+
+    /// Lists `server`'s tools and resources into the manifest.
+    async fn list(&self, server: &Server, conn: &Connection) -> Result<(), String> {
+        let timeout = server.config.timeout;
+        let tools = tokio::time::timeout(timeout, conn.peer.list_all_tools())
+            .await
+            .map_err(|_| format!("tools/list took longer than {} s", timeout.as_secs_f64()))?
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        let mut tools: Vec<Arc<ToolEntry>> = tools
+            .iter()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .filter_map(|t| ToolEntry::from_json(&t))
+            .map(Arc::new)
+            .collect();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        tools.dedup_by(|a, b| a.name == b.name);
+        let supports_resources = conn
+            .peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.resources.is_some());
+        let mut resources = Vec::new();
+        if supports_resources {
+            match tokio::time::timeout(timeout, conn.peer.list_all_resources()).await {
+                Ok(Ok(list)) => {
+                    resources = list
+                        .iter()
+                        .filter_map(|r| serde_json::to_value(r).ok())
+                        .filter_map(|r| ResourceEntry::from_json(&r))
+                        .collect();
+                    resources.sort_by(|a: &ResourceEntry, b| a.uri.cmp(&b.uri));
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(server = %server.config.name, "resources/list failed: {e}")
+                }
+                Err(_) => tracing::warn!(server = %server.config.name, "resources/list timed out"),
+            }
+        }
+        let description = server.config.description.clone().or_else(|| {
+            conn.instructions
+                .as_deref()
+                .map(|i| crate::manifest::summary(i, crate::manifest::SUMMARY_CHARS))
+        });
+        let mut entry = ServerEntry::new(&server.config.name, description, ServerStatus::Ready);
+        entry.tools = tools;
+        entry.resources = resources;
+        tracing::info!(server = %server.config.name, tools = entry.tools.len(), resources = entry.resources.len(), "manifest updated");
+        self.set_entry(entry);
+        Ok(())
+    }
+
+    fn mark_unavailable(&self, server: &Server, why: String) {
+        let current = self.manifest();
+        let old = current.server(&server.config.name);
+        let mut entry = ServerEntry::new(
+            &server.config.name,
+            old.and_then(|o| o.description.clone())
+                .or_else(|| server.config.description.clone()),
+            ServerStatus::Unavailable(why),
+        );
+        // Keep the last known tools so scripts still see what the server
+        // offers, and calls get a precise "unavailable" error.
+        if let Some(old) = old {
+            entry.tools = old.tools.clone();
+            entry.resources = old.resources.clone();
+        }
+        self.set_entry(entry);
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Connects `server`, keeps it connected, and reconnects after failures.
+async fn supervise(
+    gateway: std::sync::Weak<Gateway>,
+    server: Arc<Server>,
+    permits: Arc<Semaphore>,
+    shutdown: CancellationToken,
+) {
+    let name = server.config.name.clone();
+    let mut backoff = MIN_BACKOFF;
+    let mut first = true;
+    loop {
+        let events = match gateway.upgrade() {
+            Some(g) => g.events.clone(),
+            None => return,
+        };
+        let attempt = {
+            let _permit = permits.acquire().await;
+            let limit = server.config.timeout.max(Duration::from_secs(10));
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                r = tokio::time::timeout(limit, downstream::connect(&server.config, events)) => {
+                    r.unwrap_or_else(|_| Err(format!("no MCP handshake within {} s", limit.as_secs_f64())))
+                }
+            }
+        };
+        let Some(g) = gateway.upgrade() else { return };
+        let connected = match attempt {
+            Ok(conn) => {
+                let conn = Arc::new(conn);
+                match g.list(&server, &conn).await {
+                    Ok(()) => {
+                        tracing::info!(server = %name, "connected");
+                        server.conn.store(Some(conn.clone()));
+                        Some(conn)
+                    }
+                    Err(e) => {
+                        conn.close();
+                        tracing::warn!(server = %name, "connected but could not list tools: {e}");
+                        g.mark_unavailable(&server, e);
+                        None
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(server = %name, "could not connect: {e}");
+                g.mark_unavailable(&server, e);
+                None
+            }
+        };
+        if first {
+            first = false;
+            g.pending.send_modify(|n| *n = n.saturating_sub(1));
+        }
+        drop(g);
+        if let Some(conn) = connected {
+            backoff = MIN_BACKOFF;
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = conn.closed() => {}
+            }
+            server.conn.store(None);
+            let Some(g) = gateway.upgrade() else { return };
+            tracing::warn!(server = %name, "session ended; reconnecting");
+            g.mark_unavailable(
+                &server,
+                "the server closed the session; reconnecting".into(),
+            );
+        }
+        let delay = jitter(backoff);
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(delay) => {}
+        }
+    }
+}
+
+/// `base` ± 25%, so servers that failed together do not retry in lockstep.
+fn jitter(base: Duration) -> Duration {
+    let mut bytes = [0u8; 8];
+    let r = if getrandom::fill(&mut bytes).is_ok() {
+        u64::from_le_bytes(bytes)
+    } else {
+        0
+    };
+    let unit = (r % 1000) as f64 / 1000.0; // [0, 1)
+    base.mul_f64(0.75 + unit * 0.5)
+}
+
+/// Refreshes servers' manifest entries on list-change events and on the
+/// configured interval.
+async fn refresher(
+    gateway: std::sync::Weak<Gateway>,
+    mut events: mpsc::UnboundedReceiver<Event>,
+    interval: Option<Duration>,
+    shutdown: CancellationToken,
+) {
+    let mut tick = interval.map(|i| {
+        let mut t = tokio::time::interval_at(tokio::time::Instant::now() + i, i);
+        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        t
+    });
+    loop {
+        let mut due: Vec<String> = Vec::new();
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            e = events.recv() => match e {
+                Some(Event::ListChanged(name)) => due.push(name),
+                None => return,
+            },
+            _ = async { match tick.as_mut() { Some(t) => { t.tick().await; } None => std::future::pending::<()>().await } } => {
+                if let Some(g) = gateway.upgrade() {
+                    due.extend(g.servers.keys().cloned());
+                }
+            }
+        }
+        // Coalesce a burst of notifications into one listing per server.
+        while let Ok(Event::ListChanged(name)) = events.try_recv() {
+            due.push(name);
+        }
+        due.sort();
+        due.dedup();
+        let Some(g) = gateway.upgrade() else { return };
+        for name in due {
+            let Some(server) = g.servers.get(&name).cloned() else {
+                continue;
+            };
+            let Some(conn) = server.connection() else {
+                continue;
+            };
+            if let Err(e) = g.list(&server, &conn).await {
+                tracing::warn!(server = %name, "manifest refresh failed: {e}");
+            }
+        }
+    }
+}
+
+/// Routes one execution's calls, checking them against the manifest
+/// snapshot the execution started with.
+pub struct Router {
+    gateway: Arc<Gateway>,
+    manifest: Arc<Manifest>,
+}
+
+impl Router {
+    fn live(&self, server: &str) -> Result<(Arc<Server>, Arc<Connection>), ForgeError> {
+        let entry = self.manifest.require_server(server)?;
+        let s = self
+            .gateway
+            .server(server)
+            .cloned()
+            .ok_or_else(|| ForgeError::server_not_found(server))?;
+        match s.connection() {
+            Some(c) => Ok((s, c)),
+            None => {
+                let why = match &entry.status {
+                    ServerStatus::Unavailable(why) => format!(": {why}"),
+                    _ => String::new(),
+                };
+                Err(ForgeError::new("SERVER_UNAVAILABLE", format!("server {server:?} is not connected{why}"))
+                    .retryable()
+                    .suggest("the gateway reconnects in the background; check manifest.servers for its status and retry later"))
+            }
+        }
+    }
+}
+
+impl Dispatcher for Router {
+    fn check_call(&self, server: &str, tool: &str) -> Result<(), ForgeError> {
+        self.manifest.require_tool(server, tool).map(|_| ())
+    }
+
+    fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Value,
+    ) -> BoxFuture<Result<Value, ForgeError>> {
+        let checked = self
+            .manifest
+            .require_tool(server, tool)
+            .and_then(|(_, t)| t.validate(server, &args))
+            .and_then(|()| self.live(server));
+        let (server, tool) = (server.to_string(), tool.to_string());
+        Box::pin(async move {
+            let (s, conn) = checked?;
+            downstream::call_tool(&conn.peer, &server, &tool, args, s.config.timeout).await
+        })
+    }
+
+    fn read_resource(&self, server: &str, uri: &str) -> BoxFuture<Result<Value, ForgeError>> {
+        let checked = self.live(server);
+        let (server, uri) = (server.to_string(), uri.to_string());
+        Box::pin(async move {
+            let (s, conn) = checked?;
+            downstream::read_resource(&conn.peer, &server, &uri, s.config.timeout).await
+        })
+    }
+}

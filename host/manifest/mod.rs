@@ -1,0 +1,503 @@
+//! The manifest: what the downstream servers offer, as scripts see it through
+//! `manifest.*` and the router uses it to check calls.
+//!
+//! A [`Manifest`] is immutable. The gateway keeps the current one behind an
+//! `ArcSwap` and replaces it whole when a server connects, drops, or says its
+//! tools changed; every execution takes one snapshot ([`Snapshot`]) and sees
+//! exactly that state from start to end, never a torn mix.
+
+mod search;
+mod typescript;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::dispatch::ManifestView;
+use crate::error::ForgeError;
+use crate::suggest;
+
+pub use search::{MAX_SEARCH_LIMIT, search};
+pub use typescript::{render_signature, render_type};
+
+/// Longest one-line description in `manifest.search` results and
+/// `manifest.servers`, in characters: enough to tell tools apart, short enough
+/// that 20 results stay a few hundred tokens.
+pub const SUMMARY_CHARS: usize = 160;
+
+/// Most resources listed per server in `manifest.servers`; the rest are
+/// counted in `resourcesCut`. Servers with thousands of resources (a file
+/// tree) would otherwise make one property read cost a context's worth.
+pub const MAX_LISTED_RESOURCES: usize = 50;
+
+/// Whether a server can take calls now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerStatus {
+    /// Its first connection attempt has not finished.
+    Connecting,
+    /// Connected; its tools are listed.
+    Ready,
+    /// Not connected; the gateway keeps retrying. Carries the last error.
+    Unavailable(String),
+}
+
+impl ServerStatus {
+    /// `connecting`, `ready` or `unavailable`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ServerStatus::Connecting => "connecting",
+            ServerStatus::Ready => "ready",
+            ServerStatus::Unavailable(_) => "unavailable",
+        }
+    }
+}
+
+/// One tool of one server, as listed by `tools/list`.
+#[derive(Debug)]
+pub struct ToolEntry {
+    /// Its name on the server.
+    pub name: String,
+    /// Its human title, if the server gave one.
+    pub title: Option<String>,
+    /// What it does.
+    pub description: String,
+    /// The JSON Schema of its arguments (an object schema).
+    pub input_schema: Value,
+    /// The JSON Schema of its `structuredContent`, if declared.
+    pub output_schema: Option<Value>,
+    /// MCP tool annotations (`readOnlyHint`, `destructiveHint`, ...).
+    pub annotations: Option<Value>,
+    /// The compiled input schema, built on first use. `Err` holds why the
+    /// server's schema could not be compiled; calls then go unchecked.
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
+}
+
+impl ToolEntry {
+    /// A tool from its `tools/list` JSON (`name`, `description`,
+    /// `inputSchema`, ...). `None` when it has no string `name`.
+    pub fn from_json(tool: &Value) -> Option<ToolEntry> {
+        let name = tool.get("name")?.as_str()?.to_string();
+        let text = |k: &str| tool.get(k).and_then(Value::as_str).map(str::to_string);
+        Some(ToolEntry {
+            name,
+            title: text("title").or_else(|| {
+                tool.pointer("/annotations/title")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            }),
+            description: text("description").unwrap_or_default(),
+            input_schema: tool
+                .get("inputSchema")
+                .filter(|s| s.is_object())
+                .cloned()
+                .unwrap_or_else(|| json!({"type": "object"})),
+            output_schema: tool.get("outputSchema").filter(|s| s.is_object()).cloned(),
+            annotations: tool.get("annotations").filter(|a| a.is_object()).cloned(),
+            validator: OnceLock::new(),
+        })
+    }
+
+    /// The category: the part of the name before its first `.`, if any.
+    pub fn category(&self) -> Option<&str> {
+        self.name
+            .split_once('.')
+            .map(|(c, _)| c)
+            .filter(|c| !c.is_empty())
+    }
+
+    /// Checks `args` against the input schema. The error names each
+    /// offending field and what is wrong with it.
+    pub fn validate(&self, server: &str, args: &Value) -> Result<(), ForgeError> {
+        let validator = self.validator.get_or_init(|| {
+            jsonschema::options()
+                .should_validate_formats(false)
+                .build(&self.input_schema)
+                .map_err(|e| e.to_string())
+        });
+        let Ok(validator) = validator else {
+            return Ok(());
+        };
+        /// Problems listed in one message; the rest are counted.
+        const MAX_LISTED: usize = 5;
+        let mut problems = Vec::new();
+        let mut more = 0usize;
+        for error in validator.iter_errors(args) {
+            if problems.len() < MAX_LISTED {
+                let path = error.instance_path().to_string();
+                let field = if path.is_empty() {
+                    "arguments".to_string()
+                } else {
+                    format!("field {}", path.trim_start_matches('/').replace('/', "."))
+                };
+                problems.push(format!("{field}: {error}"));
+            } else {
+                more += 1;
+            }
+        }
+        if problems.is_empty() {
+            return Ok(());
+        }
+        let mut message = format!(
+            "arguments of {server}.{} do not match its input schema: {}",
+            self.name,
+            problems.join("; ")
+        );
+        if more > 0 {
+            message.push_str(&format!(" (and {more} more)"));
+        }
+        Err(
+            ForgeError::new("INVALID_ARGUMENTS", message).suggest(format!(
+                "read manifest.tool({server:?}, {:?}) in search for the exact argument types",
+                self.name
+            )),
+        )
+    }
+
+    /// The JSON `manifest.tool` returns.
+    pub fn describe(&self, server: &str) -> Value {
+        let mut out = Map::new();
+        out.insert("server".into(), server.into());
+        out.insert("name".into(), self.name.clone().into());
+        if let Some(title) = &self.title {
+            out.insert("title".into(), title.clone().into());
+        }
+        out.insert("description".into(), self.description.clone().into());
+        out.insert("inputSchema".into(), self.input_schema.clone());
+        if let Some(schema) = &self.output_schema {
+            out.insert("outputSchema".into(), schema.clone());
+        }
+        if let Some(annotations) = &self.annotations {
+            out.insert("annotations".into(), annotations.clone());
+        }
+        out.insert(
+            "signature".into(),
+            render_signature(
+                server,
+                &self.name,
+                &self.input_schema,
+                self.output_schema.as_ref(),
+            )
+            .into(),
+        );
+        Value::Object(out)
+    }
+}
+
+/// One resource a server lists.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResourceEntry {
+    /// Its URI, the argument of `forge.readResource`.
+    pub uri: String,
+    /// Its name.
+    pub name: String,
+    /// What it holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its MIME type.
+    #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+}
+
+impl ResourceEntry {
+    /// A resource from its `resources/list` JSON.
+    pub fn from_json(resource: &Value) -> Option<ResourceEntry> {
+        let text = |k: &str| resource.get(k).and_then(Value::as_str).map(str::to_string);
+        Some(ResourceEntry {
+            uri: text("uri")?,
+            name: text("name").unwrap_or_default(),
+            description: text("description"),
+            mime_type: text("mimeType"),
+        })
+    }
+}
+
+/// One server's entry.
+#[derive(Debug)]
+pub struct ServerEntry {
+    /// Its configured name.
+    pub name: String,
+    /// Its configured description, else the one it gave at initialize.
+    pub description: Option<String>,
+    /// Whether it takes calls now.
+    pub status: ServerStatus,
+    /// Its tools, sorted by name.
+    pub tools: Vec<Arc<ToolEntry>>,
+    /// Its resources, sorted by URI.
+    pub resources: Vec<ResourceEntry>,
+}
+
+impl ServerEntry {
+    /// An entry with no tools yet.
+    pub fn new(name: &str, description: Option<String>, status: ServerStatus) -> ServerEntry {
+        ServerEntry {
+            name: name.to_string(),
+            description,
+            status,
+            tools: Vec::new(),
+            resources: Vec::new(),
+        }
+    }
+
+    /// The tool named `name`.
+    pub fn tool(&self, name: &str) -> Option<&Arc<ToolEntry>> {
+        self.tools
+            .binary_search_by(|t| t.name.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.tools[i])
+    }
+
+    /// Its categories, sorted, without repeats.
+    pub fn categories(&self) -> Vec<&str> {
+        let mut cats: Vec<&str> = self.tools.iter().filter_map(|t| t.category()).collect();
+        cats.dedup();
+        cats.sort_unstable();
+        cats.dedup();
+        cats
+    }
+
+    /// `TOOL_NOT_FOUND` for `tool`, with did-you-mean.
+    pub fn tool_not_found(&self, tool: &str) -> ForgeError {
+        let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+        let found = suggest::suggestions(tool, names.iter().copied());
+        let suggestion = suggest::sentence(&found).unwrap_or_else(|| {
+            format!(
+                "use manifest.search(...) in search to find tools of {:?}",
+                self.name
+            )
+        });
+        let message = match &self.status {
+            ServerStatus::Ready => format!("server {:?} has no tool named {tool:?}", self.name),
+            other => format!(
+                "server {:?} has no tool named {tool:?} (the server is {}, so its tool list may be incomplete)",
+                self.name,
+                other.as_str()
+            ),
+        };
+        ForgeError::new("TOOL_NOT_FOUND", message).suggest(suggestion)
+    }
+}
+
+/// Everything the downstream servers offer, at one moment.
+#[derive(Debug, Default)]
+pub struct Manifest {
+    servers: BTreeMap<String, Arc<ServerEntry>>,
+}
+
+impl Manifest {
+    /// A manifest of `servers`.
+    pub fn new(servers: impl IntoIterator<Item = ServerEntry>) -> Manifest {
+        Manifest {
+            servers: servers
+                .into_iter()
+                .map(|s| (s.name.clone(), Arc::new(s)))
+                .collect(),
+        }
+    }
+
+    /// This manifest with `entry` in place of the server of the same name.
+    /// Other entries are shared, not copied.
+    pub fn with_server(&self, entry: Arc<ServerEntry>) -> Manifest {
+        let mut servers = self.servers.clone();
+        servers.insert(entry.name.clone(), entry);
+        Manifest { servers }
+    }
+
+    /// The entry of `name`.
+    pub fn server(&self, name: &str) -> Option<&Arc<ServerEntry>> {
+        self.servers.get(name)
+    }
+
+    /// Every server, by name.
+    pub fn servers(&self) -> impl Iterator<Item = &Arc<ServerEntry>> {
+        self.servers.values()
+    }
+
+    /// Total tools across servers.
+    pub fn tool_count(&self) -> usize {
+        self.servers.values().map(|s| s.tools.len()).sum()
+    }
+
+    /// The entry of `name`, or `SERVER_NOT_FOUND` with did-you-mean.
+    pub fn require_server(&self, name: &str) -> Result<&Arc<ServerEntry>, ForgeError> {
+        self.servers.get(name).ok_or_else(|| {
+            let found = suggest::suggestions(name, self.servers.keys().map(String::as_str));
+            let mut err = ForgeError::server_not_found(name);
+            if let Some(s) = suggest::sentence(&found) {
+                err = err.suggest(s);
+            }
+            err
+        })
+    }
+
+    /// The tool `server`/`tool`, or `SERVER_NOT_FOUND` / `TOOL_NOT_FOUND`
+    /// with did-you-mean.
+    pub fn require_tool(
+        &self,
+        server: &str,
+        tool: &str,
+    ) -> Result<(&Arc<ServerEntry>, &Arc<ToolEntry>), ForgeError> {
+        let entry = self.require_server(server)?;
+        match entry.tool(tool) {
+            Some(t) => Ok((entry, t)),
+            None => Err(entry.tool_not_found(tool)),
+        }
+    }
+
+    /// The JSON `manifest.servers` returns.
+    pub fn servers_json(&self) -> Value {
+        Value::Array(
+            self.servers
+                .values()
+                .map(|s| {
+                    let mut o = Map::new();
+                    o.insert("name".into(), s.name.clone().into());
+                    o.insert(
+                        "description".into(),
+                        s.description
+                            .as_deref()
+                            .map(|d| summary(d, SUMMARY_CHARS))
+                            .unwrap_or_default()
+                            .into(),
+                    );
+                    o.insert("status".into(), s.status.as_str().into());
+                    if let ServerStatus::Unavailable(why) = &s.status {
+                        o.insert("error".into(), why.clone().into());
+                    }
+                    o.insert("tools".into(), s.tools.len().into());
+                    o.insert(
+                        "resources".into(),
+                        s.resources
+                            .iter()
+                            .take(MAX_LISTED_RESOURCES)
+                            .map(|r| {
+                                let mut v = json!({"uri": r.uri, "name": r.name});
+                                if let Some(m) = &r.mime_type {
+                                    v["mimeType"] = m.clone().into();
+                                }
+                                v
+                            })
+                            .collect::<Vec<_>>()
+                            .into(),
+                    );
+                    if s.resources.len() > MAX_LISTED_RESOURCES {
+                        o.insert(
+                            "resourcesCut".into(),
+                            (s.resources.len() - MAX_LISTED_RESOURCES).into(),
+                        );
+                    }
+                    o.insert("categories".into(), s.categories().into());
+                    Value::Object(o)
+                })
+                .collect(),
+        )
+    }
+}
+
+/// The first line of `text`, at most `max` characters, cut at a word.
+pub fn summary(text: &str, max: usize) -> String {
+    let line = text.trim().lines().next().unwrap_or("").trim();
+    if line.chars().count() <= max {
+        return line.to_string();
+    }
+    let cut: String = line.chars().take(max).collect();
+    let cut = match cut.rfind(' ') {
+        Some(i) if i > max / 2 => &cut[..i],
+        _ => &cut,
+    };
+    format!("{}…", cut.trim_end_matches([',', ';', ':', ' ']))
+}
+
+/// One execution's view of the manifest: a snapshot taken when it started.
+#[derive(Debug, Clone)]
+pub struct Snapshot(pub Arc<Manifest>);
+
+impl ManifestView for Snapshot {
+    fn servers(&self) -> Value {
+        self.0.servers_json()
+    }
+
+    fn search(&self, query: &str, limit: usize) -> Value {
+        search(&self.0, query, limit)
+    }
+
+    fn tool(&self, server: &str, name: &str) -> Result<Value, ForgeError> {
+        let (_, tool) = self.0.require_tool(server, name)?;
+        Ok(tool.describe(server))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn sample() -> Manifest {
+        let tool = |v: Value| ToolEntry::from_json(&v).unwrap();
+        let mut gh = ServerEntry::new(
+            "github",
+            Some("GitHub: issues, PRs, code".into()),
+            ServerStatus::Ready,
+        );
+        gh.tools = vec![
+            Arc::new(tool(
+                json!({"name": "issues.create", "description": "Create an issue in a repository", "inputSchema": {"type": "object", "properties": {"repo": {"type": "string"}, "title": {"type": "string"}}, "required": ["repo", "title"]}}),
+            )),
+            Arc::new(tool(
+                json!({"name": "issues.list", "description": "List issues of a repository"}),
+            )),
+            Arc::new(tool(
+                json!({"name": "search_code", "description": "Search code across repositories"}),
+            )),
+        ];
+        let mut mem = ServerEntry::new("memory", None, ServerStatus::Unavailable("exited".into()));
+        mem.tools = vec![Arc::new(tool(
+            json!({"name": "create_entities", "description": "Create entities in the knowledge graph"}),
+        ))];
+        Manifest::new([gh, mem])
+    }
+
+    #[test]
+    fn servers_json_has_counts_categories_and_status() {
+        let m = sample();
+        let v = m.servers_json();
+        assert_eq!(v[0]["name"], "github");
+        assert_eq!(v[0]["tools"], 3);
+        assert_eq!(v[0]["categories"], json!(["issues"]));
+        assert_eq!(v[1]["status"], "unavailable");
+        assert_eq!(v[1]["error"], "exited");
+    }
+
+    #[test]
+    fn lookups_suggest_near_names() {
+        let m = sample();
+        let e = m.require_tool("githib", "x").unwrap_err();
+        assert_eq!(e.code, "SERVER_NOT_FOUND");
+        assert!(e.suggestion.unwrap().contains("\"github\""));
+        let e = m.require_tool("github", "issues.creat").unwrap_err();
+        assert_eq!(e.code, "TOOL_NOT_FOUND");
+        assert!(e.suggestion.unwrap().contains("\"issues.create\""));
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let m = sample();
+        let (_, t) = m.require_tool("github", "issues.create").unwrap();
+        assert!(
+            t.validate("github", &json!({"repo": "a", "title": "b"}))
+                .is_ok()
+        );
+        let e = t.validate("github", &json!({"repo": 5})).unwrap_err();
+        assert_eq!(e.code, "INVALID_ARGUMENTS");
+        assert!(e.message.contains("field repo"), "{}", e.message);
+        assert!(e.message.contains("title"), "{}", e.message);
+    }
+
+    #[test]
+    fn summary_cuts_at_a_word() {
+        assert_eq!(summary("one\ntwo", 10), "one");
+        let s = summary("alpha beta gamma delta epsilon", 14);
+        assert_eq!(s, "alpha beta…");
+    }
+}

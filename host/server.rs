@@ -1,0 +1,252 @@
+//! The MCP server quickforge shows its client: exactly two tools, `search`
+//! and `execute`, each taking `code`, and initialize `instructions` that
+//! carry the TypeScript definitions of the whole script API (`forge.d.ts`).
+//!
+//! One [`ForgeServer`] serves one client session (a stdio connection, or one
+//! streamable-HTTP session) and owns that session's stash.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    Tool, ToolAnnotations, ToolsCapability,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+use crate::gateway::{Gateway, STARTUP_WAIT};
+use crate::sandbox::{ExecutionContext, LogLevel, Mode, Report, Sandbox};
+use crate::stash::{Stash, StashLimits};
+
+/// The TypeScript definitions of the script API, as the guest exposes it
+/// (tests/all/dts.rs checks they match).
+pub const FORGE_D_TS: &str = include_str!("forge.d.ts");
+
+/// What a client reads at initialize: how to work, then the API types.
+pub fn instructions() -> String {
+    format!(
+        "quickforge gateway: downstream MCP tools are reached through code, not listed here.\n\
+         1. `search`: run `async () => manifest.search(\"what you need\")`, then `manifest.tool(server, tool)` for the exact signature.\n\
+         2. `execute`: run an async arrow function that calls `forge.callTool(server, tool, args)`; chain and combine calls in one script, return only what you need.\n\
+         Failures throw ForgeError (code, message, retryable, suggestion). forge.stash keeps JSON between executions of this session.\n\
+         ```ts\n{FORGE_D_TS}```"
+    )
+}
+
+fn code_schema(what: &str) -> Arc<rmcp::model::JsonObject> {
+    Arc::new(rmcp::model::object(json!({
+        "type": "object",
+        "properties": {"code": {"type": "string", "description": what}},
+        "required": ["code"],
+        "additionalProperties": false
+    })))
+}
+
+/// The two tools, exactly as `tools/list` returns them.
+pub fn tools() -> Vec<Tool> {
+    let mut search = Tool::new(
+        "search",
+        "Find downstream tools. `code` is a JS async arrow function using `manifest` \
+         (servers, search(query), tool(server, name)); it returns JSON. No tool calls.",
+        code_schema("e.g. async () => manifest.search(\"create issue\")"),
+    );
+    search.annotations = Some(ToolAnnotations::new().read_only(true));
+    let execute = Tool::new(
+        "execute",
+        "Run a JS async arrow function that calls downstream tools with \
+         `await forge.callTool(server, tool, args)` and returns JSON. Chain many calls in one script.",
+        code_schema(
+            "e.g. async () => (await forge.callTool(\"github\", \"list_issues\", {repo: \"o/r\"})).length",
+        ),
+    );
+    vec![search, execute]
+}
+
+/// Everything sessions share.
+pub struct Shared {
+    /// The sandbox.
+    pub sandbox: Arc<Sandbox>,
+    /// Downstream servers and the manifest.
+    pub gateway: Arc<Gateway>,
+    /// Bounds of each session's stash.
+    pub stash_limits: StashLimits,
+}
+
+/// One client session.
+#[derive(Clone)]
+pub struct ForgeServer {
+    shared: Arc<Shared>,
+    stash: Arc<Stash>,
+}
+
+impl ForgeServer {
+    /// A new session with an empty stash.
+    pub fn new(shared: Arc<Shared>) -> ForgeServer {
+        let stash = Arc::new(Stash::new(shared.stash_limits.clone()));
+        ForgeServer { shared, stash }
+    }
+
+    /// Runs `code` in `mode` for this session.
+    pub async fn run(&self, mode: Mode, code: &str) -> Report {
+        let gateway = &self.shared.gateway;
+        gateway.wait_started(STARTUP_WAIT).await;
+        let snapshot = gateway.snapshot();
+        let cx = ExecutionContext {
+            dispatcher: Arc::new(gateway.router(&snapshot)),
+            manifest: Arc::new(snapshot),
+            stash: self.stash.clone(),
+        };
+        self.shared.sandbox.run(mode, code, cx).await
+    }
+}
+
+/// A report as an MCP tool result: the value as JSON text (and as
+/// `structuredContent.result`), the logs, and errors as `isError` results a
+/// model can read.
+pub fn to_result(report: &Report) -> CallToolResult {
+    let logs: Vec<String> = report
+        .logs
+        .iter()
+        .map(|l| {
+            let level = match l.level {
+                LogLevel::Debug => "debug",
+                LogLevel::Info => "info",
+                LogLevel::Warn => "warn",
+                LogLevel::Error => "error",
+            };
+            format!("[{level}] {}", l.message)
+        })
+        .collect();
+    let mut log_text = logs.join("\n");
+    if report.stats.logs_dropped > 0 {
+        log_text.push_str(&format!(
+            "\n[quickforge] {} more log lines dropped (log limit)",
+            report.stats.logs_dropped
+        ));
+    }
+    let mut structured = serde_json::Map::new();
+    let (mut content, is_error) = match &report.result {
+        Ok(value) => {
+            structured.insert("result".into(), value.clone());
+            if report.stats.output_cut > 0 {
+                structured.insert("cutBytes".into(), report.stats.output_cut.into());
+            }
+            (
+                vec![ContentBlock::text(
+                    serde_json::to_string(value).unwrap_or_default(),
+                )],
+                false,
+            )
+        }
+        Err(e) => {
+            let error = serde_json::to_value(e).unwrap_or(Value::Null);
+            let mut text = format!("{}: {}", e.kind, e.message);
+            if let Some(f) = &e.forge {
+                text.push_str(&format!(
+                    "\nForgeError {}{}",
+                    f.code,
+                    if f.retryable { " (retryable)" } else { "" }
+                ));
+                if let Some(s) = &f.suggestion {
+                    text.push_str(&format!("\nsuggestion: {s}"));
+                }
+            }
+            if let Some(stack) = &e.stack {
+                text.push_str(&format!("\n{stack}"));
+            }
+            structured.insert("error".into(), error);
+            (vec![ContentBlock::text(text)], true)
+        }
+    };
+    if !logs.is_empty() {
+        structured.insert("logs".into(), logs.into());
+        content.push(ContentBlock::text(format!("logs:\n{log_text}")));
+    }
+    let mut result = if is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    result.structured_content = Some(Value::Object(structured));
+    result
+}
+
+impl ServerHandler for ForgeServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut tools = ToolsCapability::default();
+        tools.list_changed = Some(false);
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools_with(tools)
+                .build(),
+        )
+        .with_server_info(Implementation::new("quickforge", env!("CARGO_PKG_VERSION")))
+        .with_instructions(instructions())
+    }
+
+    /// Up to the last revision with an initialize handshake and sessions: the
+    /// stash lives per session.
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(
+            &ProtocolVersion::LATEST_WITH_INITIALIZE,
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tools().into_iter().find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let mode = match request.name.as_ref() {
+            "search" => Mode::Search,
+            "execute" => Mode::Execute,
+            other => {
+                return Err(McpError::invalid_params(
+                    format!(
+                        "unknown tool {other:?}: quickforge has exactly two tools, search and execute"
+                    ),
+                    None,
+                ));
+            }
+        };
+        let code = match request.arguments.as_ref().and_then(|a| a.get("code")) {
+            Some(Value::String(code)) => code.clone(),
+            Some(other) => {
+                let kind = match other {
+                    Value::Null => "null",
+                    Value::Bool(_) => "a boolean",
+                    Value::Number(_) => "a number",
+                    Value::Array(_) => "an array",
+                    Value::Object(_) => "an object",
+                    Value::String(_) => "a string",
+                };
+                return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "`code` must be a string holding a JS async arrow function, got {kind}"
+                ))])
+                .into());
+            }
+            None => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(
+                    "missing argument `code`: a JS async arrow function, e.g. async () => manifest.servers",
+                )])
+                .into());
+            }
+        };
+        let report = self.run(mode, &code).await;
+        Ok(to_result(&report).into())
+    }
+}

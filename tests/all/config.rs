@@ -1,0 +1,277 @@
+//! forge.toml: Forgemax's format loads unchanged; every error names the
+//! file, the line and the key.
+
+use std::path::Path;
+use std::time::Duration;
+
+use quickforge::config::{Isolation, Transport};
+use quickforge::{Config, ConfigError};
+
+fn env(name: &str) -> Option<String> {
+    match name {
+        "GITHUB_TOKEN"
+        | "SENTRY_AUTH_TOKEN"
+        | "SUPABASE_ACCESS_TOKEN"
+        | "NOTION_TOKEN"
+        | "STRIPE_SECRET_KEY" => Some(format!("value-of-{name}")),
+        _ => None,
+    }
+}
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::parse_with_env(text, Path::new("/etc/quickforge/forge.toml"), &env)
+}
+
+fn error(text: &str) -> String {
+    parse(text).expect_err("the config is invalid").to_string()
+}
+
+/// Forgemax's own example configuration, in its format.
+const FORGEMAX: &str = r#"
+[servers.narsil]
+command = "narsil-mcp"
+args = ["--repos", "."]
+transport = "stdio"
+timeout_secs = 30
+
+[servers.github]
+command = "docker"
+args = ["run", "-i", "--rm", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN", "ghcr.io/github/github-mcp-server"]
+transport = "stdio"
+timeout_secs = 30
+env = { GITHUB_PERSONAL_ACCESS_TOKEN = "${GITHUB_TOKEN}" }
+
+[servers.sentry]
+command = "npx"
+args = ["@sentry/mcp-server@latest", "--access-token", "${SENTRY_AUTH_TOKEN}"]
+transport = "stdio"
+timeout_secs = 15
+
+[servers.cloudflare]
+url = "https://mcp.cloudflare.com/sse"
+transport = "sse"
+timeout_secs = 30
+
+[servers.notion]
+command = "npx"
+args = ["-y", "@notionhq/notion-mcp-server"]
+transport = "stdio"
+timeout_secs = 15
+env = { OPENAPI_MCP_HEADERS = "{\"Authorization\":\"Bearer ${NOTION_TOKEN}\",\"Notion-Version\":\"2022-06-28\"}" }
+
+[servers.gh-remote]
+url = "https://mcp.github.com/mcp"
+transport = "sse"
+headers = { Authorization = "Bearer ${GITHUB_TOKEN}" }
+description = "GitHub over HTTP"
+
+[sandbox]
+timeout_secs = 5
+max_heap_mb = 64
+max_concurrent = 8
+max_tool_calls = 50
+execution_mode = "child_process"
+
+[groups.internal]
+servers = ["narsil"]
+isolation = "strict"
+
+[groups.external]
+servers = ["notion", "cloudflare"]
+isolation = "strict"
+
+[groups.tools]
+servers = ["github", "sentry"]
+isolation = "open"
+"#;
+
+#[test]
+fn forgemax_configs_load_unchanged() {
+    let c = parse(FORGEMAX).unwrap();
+    let names: Vec<&str> = c.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "cloudflare",
+            "gh-remote",
+            "github",
+            "narsil",
+            "notion",
+            "sentry"
+        ]
+    );
+    let github = &c.servers[2];
+    let Transport::Stdio { command, env, .. } = &github.transport else {
+        panic!("stdio")
+    };
+    assert_eq!(command, "docker");
+    assert_eq!(env["GITHUB_PERSONAL_ACCESS_TOKEN"], "value-of-GITHUB_TOKEN");
+    assert_eq!(github.timeout, Duration::from_secs(30));
+    let Transport::Http { url, headers } = &c.servers[1].transport else {
+        panic!("http")
+    };
+    assert_eq!(url, "https://mcp.github.com/mcp");
+    assert_eq!(headers["Authorization"], "Bearer value-of-GITHUB_TOKEN");
+    let Transport::Stdio { env, .. } = &c.servers[4].transport else {
+        panic!("stdio")
+    };
+    assert!(env["OPENAPI_MCP_HEADERS"].contains("Bearer value-of-NOTION_TOKEN"));
+    assert_eq!(c.groups.len(), 3);
+    assert_eq!(c.groups[0].name, "external");
+    assert_eq!(c.groups[0].isolation, Isolation::Strict);
+    assert_eq!(c.groups[2].isolation, Isolation::Open);
+    assert_eq!(c.sandbox.max_tool_calls, 50);
+}
+
+#[test]
+fn quickforge_keys_parse_with_defaults() {
+    let c = parse(
+        "[servers.local]\ncommand = \"./server\"\ncwd = \"servers\"\nenv = { A = \"1\" }\ncircuit_breaker = false\nfailure_threshold = 3\nrecovery_timeout_secs = 5\n\n[manifest]\nrefresh_interval_secs = 0\n",
+    )
+    .unwrap();
+    let s = &c.servers[0];
+    let Transport::Stdio { cwd, .. } = &s.transport else {
+        panic!()
+    };
+    assert_eq!(
+        cwd.as_deref(),
+        Some(Path::new("/etc/quickforge/servers")),
+        "relative cwd is from the config's folder"
+    );
+    assert!(!s.circuit_breaker);
+    assert_eq!(s.failure_threshold, 3);
+    assert_eq!(s.recovery_timeout, Duration::from_secs(5));
+    assert_eq!(c.manifest.refresh_interval, None);
+    let d = parse("[servers.x]\nurl = \"http://localhost:1/mcp\"\n").unwrap();
+    assert_eq!(d.servers[0].timeout, Duration::from_secs(30));
+    assert!(d.servers[0].circuit_breaker);
+    assert_eq!(d.manifest.refresh_interval, Some(Duration::from_secs(300)));
+}
+
+#[test]
+fn errors_name_file_line_and_key() {
+    let e = error(
+        "[servers.a]\ncommand = \"x\"\n\n[servers.b]\ncommand = \"y\"\nargs = [\"--token\", \"${MISSING_TOKEN}\"]\n",
+    );
+    assert!(e.contains("/etc/quickforge/forge.toml:6"), "{e}");
+    assert!(
+        e.contains("servers.b.args[1]") && e.contains("MISSING_TOKEN is not set"),
+        "{e}"
+    );
+
+    let e = error("[servers.a]\ncommand = \"x\"\ncomand = \"y\"\n");
+    assert!(
+        e.contains("forge.toml") && e.contains("line 3") && e.contains("comand"),
+        "{e}"
+    );
+
+    let e = error("[servers.a]\ntransport = \"grpc\"\ncommand = \"x\"\n");
+    assert!(
+        e.contains(":2") && e.contains("servers.a.transport") && e.contains("\"grpc\""),
+        "{e}"
+    );
+
+    let e = error("[servers.a]\ntransport = \"stdio\"\n");
+    assert!(
+        e.contains("servers.a.command") && e.contains("needs `command`"),
+        "{e}"
+    );
+
+    let e = error("[servers.a]\nurl = \"ftp://x\"\n");
+    assert!(e.contains("servers.a.url") && e.contains("ftp"), "{e}");
+
+    let e = error("[servers.memory]\ncommand = \"x\"\n\n[groups.g]\nservers = [\"memroy\"]\n");
+    assert!(
+        e.contains(":5") && e.contains("groups.g.servers") && e.contains("did you mean \"memory\""),
+        "{e}"
+    );
+
+    let e = error(
+        "[servers.a]\ncommand = \"x\"\n[groups.g1]\nservers = [\"a\"]\n[groups.g2]\nservers = [\"a\"]\n",
+    );
+    assert!(e.contains("already in group \"g1\""), "{e}");
+
+    let e = error("[servers.\"bad name\"]\ncommand = \"x\"\n");
+    assert!(
+        e.contains("servers.bad name") && e.contains("ASCII letters"),
+        "{e}"
+    );
+
+    let e = error("[servers.a]\ncommand = \"x\"\nheaders = { X = \"1\" }\n");
+    assert!(
+        e.contains("servers.a.headers.X") && e.contains("HTTP servers"),
+        "{e}"
+    );
+
+    let e = error("[servers.a]\ncommand = \"x\"\ntimeout_secs = 0\n");
+    assert!(
+        e.contains(":3") && e.contains("servers.a.timeout_secs"),
+        "{e}"
+    );
+
+    let e = error("[sandbox]\n\nmax_concurrent = 0\n");
+    assert!(
+        e.contains("forge.toml:3") && e.contains("sandbox.max_concurrent"),
+        "{e}"
+    );
+
+    let e = error("[manifest]\nrefresh = 5\n");
+    assert!(e.contains("refresh"), "{e}");
+
+    let e = error("[serverz.a]\ncommand = \"x\"\n");
+    assert!(e.contains("serverz") && e.contains("line 1"), "{e}");
+}
+
+#[test]
+fn a_server_needs_a_command_or_a_url() {
+    let e = error("[servers.a]\ndescription = \"nothing to run\"\n");
+    assert!(
+        e.contains("servers.a") && e.contains("`command`") && e.contains("`url`"),
+        "{e}"
+    );
+    let e = error("[servers.a]\ncommand = \"x\"\nurl = \"http://x\"\n");
+    assert!(e.contains("servers.a.url"), "{e}");
+}
+
+#[test]
+fn the_example_config_documents_every_key_and_loads() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/forge.toml.example"))
+        .unwrap();
+    let c = Config::parse_with_env(&text, Path::new("forge.toml.example"), &|_| {
+        Some("x".into())
+    })
+    .unwrap();
+    assert!(!c.servers.is_empty());
+    for key in [
+        "transport",
+        "command",
+        "args",
+        "url",
+        "headers",
+        "description",
+        "timeout_secs",
+        "circuit_breaker",
+        "failure_threshold",
+        "recovery_timeout_secs",
+        "env",
+        "cwd",
+        "refresh_interval_secs",
+        "isolation",
+        "max_fuel",
+        "max_output_size",
+        "max_args_size",
+        "max_queue_wait_ms",
+        "max_log_lines",
+        "max_log_bytes",
+        "max_keys",
+        "max_value_size",
+        "max_total_size",
+        "default_ttl_secs",
+        "max_ttl_secs",
+    ] {
+        assert!(
+            text.contains(&format!("{key} =")),
+            "forge.toml.example documents {key}"
+        );
+    }
+}

@@ -1,0 +1,234 @@
+//! Support for end-to-end tests: the real `quickforge` binary serving MCP,
+//! real downstream servers from npm (installed on first use by
+//! scripts/install-test-servers.sh), and the rmcp client talking to it as an
+//! MCP client would.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::Value;
+
+use crate::support::cache_dir;
+
+/// Generous bound for one MCP round trip that runs a script; only a hang
+/// takes this long.
+pub const CALL_BOUND: Duration = Duration::from_secs(60);
+
+/// The repository's tests/servers folder.
+pub fn servers_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers")
+}
+
+/// Installs the npm servers once per test run.
+pub fn install_servers() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-test-servers.sh");
+        let status = std::process::Command::new("bash")
+            .arg(&script)
+            .status()
+            .expect("bash runs scripts/install-test-servers.sh");
+        assert!(
+            status.success(),
+            "scripts/install-test-servers.sh failed: the end-to-end tests need node and npm"
+        );
+    });
+}
+
+fn module(package: &str) -> String {
+    install_servers();
+    servers_dir()
+        .join("node_modules/@modelcontextprotocol")
+        .join(package)
+        .join("dist/index.js")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A fresh scratch directory under the target dir.
+pub fn scratch(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("e2e")
+        .join(format!(
+            "{name}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+/// `[servers.everything]`: the reference server-everything over stdio.
+pub fn everything() -> String {
+    format!(
+        "[servers.everything]\ncommand = \"node\"\nargs = [{}, \"stdio\"]\ndescription = \"Reference server exercising every MCP feature\"\ntimeout_secs = 20\n",
+        toml_str(&module("server-everything"))
+    )
+}
+
+/// `[servers.memory]`: the reference knowledge-graph server, storing in `dir`.
+pub fn memory(dir: &Path) -> String {
+    format!(
+        "[servers.memory]\ncommand = \"node\"\nargs = [{}]\nenv = {{ MEMORY_FILE_PATH = {} }}\ntimeout_secs = 20\n",
+        toml_str(&module("server-memory")),
+        toml_str(&dir.join("memory.jsonl").to_string_lossy())
+    )
+}
+
+/// `[servers.NAME]`: the fixture server (tests/servers/fixture.mjs) with
+/// `extra` arguments.
+pub fn fixture(name: &str, extra: &[&str]) -> String {
+    install_servers();
+    let mut args = vec![toml_str(
+        &servers_dir().join("fixture.mjs").to_string_lossy(),
+    )];
+    args.extend(extra.iter().map(|a| toml_str(a)));
+    format!(
+        "[servers.{name}]\ncommand = \"node\"\nargs = [{}]\ntimeout_secs = 20\n",
+        args.join(", ")
+    )
+}
+
+/// Writes `toml` as forge.toml in `dir`.
+pub fn write_config(dir: &Path, toml: &str) -> PathBuf {
+    let path = dir.join("forge.toml");
+    std::fs::write(&path, toml).unwrap();
+    path
+}
+
+/// A `quickforge` command with the test cache and no inherited config.
+pub fn quickforge_cmd(config: Option<&Path>) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_quickforge"));
+    if let Some(c) = config {
+        cmd.arg("--config").arg(c);
+    }
+    cmd.env("QUICKFORGE_CACHE_DIR", cache_dir())
+        .env_remove("FORGE_CONFIG")
+        .env("QUICKFORGE_LOG", "quickforge=info,warn")
+        .current_dir(env!("CARGO_TARGET_TMPDIR"))
+        .kill_on_drop(true);
+    cmd
+}
+
+/// A running gateway and an MCP client session with it.
+pub struct Session {
+    /// The client.
+    pub client: RunningService<RoleClient, ()>,
+    /// The gateway process.
+    pub child: tokio::process::Child,
+}
+
+/// Starts `quickforge serve` over stdio with `config` and initializes.
+pub async fn connect(config: &Path) -> Session {
+    connect_with(quickforge_cmd(Some(config))).await
+}
+
+/// Starts `cmd` (a `quickforge serve` command) and initializes.
+pub async fn connect_with(mut cmd: tokio::process::Command) -> Session {
+    let mut child = cmd
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the quickforge binary starts");
+    let stdout = child.stdout.take().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let client = tokio::time::timeout(CALL_BOUND, ().serve((stdout, stdin)))
+        .await
+        .expect("initialize answered in time")
+        .expect("initialize succeeds");
+    Session { client, child }
+}
+
+impl Session {
+    /// Calls `tool` (search or execute) with `code`.
+    pub async fn call(&self, tool: &str, code: &str) -> CallToolResult {
+        let mut args = serde_json::Map::new();
+        args.insert("code".into(), Value::String(code.into()));
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        tokio::time::timeout(CALL_BOUND, self.client.call_tool(params))
+            .await
+            .expect("the call finished in time")
+            .expect("the call got an answer")
+    }
+
+    /// Runs `code` with `execute` and returns its value; panics on an error.
+    pub async fn execute(&self, code: &str) -> Value {
+        ok_value(&self.call("execute", code).await)
+    }
+
+    /// Runs `code` with `search` and returns its value; panics on an error.
+    pub async fn search(&self, code: &str) -> Value {
+        ok_value(&self.call("search", code).await)
+    }
+
+    /// Runs `code` with `execute` and returns its error object.
+    pub async fn execute_err(&self, code: &str) -> Value {
+        err_value(&self.call("execute", code).await)
+    }
+}
+
+/// The value of a successful result (`structuredContent.result`), checked
+/// against the JSON text content.
+pub fn ok_value(r: &CallToolResult) -> Value {
+    let structured = r.structured_content.clone().unwrap_or(Value::Null);
+    assert_ne!(
+        r.is_error,
+        Some(true),
+        "expected success, got {structured:#}"
+    );
+    let value = structured["result"].clone();
+    let text = serde_json::to_value(&r.content[0]).unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        value,
+        "text and structured content agree"
+    );
+    value
+}
+
+/// The error of a failed result (`structuredContent.error`).
+pub fn err_value(r: &CallToolResult) -> Value {
+    let structured = r.structured_content.clone().unwrap_or(Value::Null);
+    assert_eq!(
+        r.is_error,
+        Some(true),
+        "expected an error, got {structured:#}"
+    );
+    structured["error"].clone()
+}
+
+/// Polls `check` until it returns `Some`, or panics after `bound`.
+pub async fn eventually<T, F, Fut>(bound: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + bound;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not reached within {bound:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

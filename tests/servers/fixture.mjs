@@ -1,0 +1,99 @@
+// A purpose-built MCP server for quickforge's tests, on the official SDK.
+// The reference servers cover ordinary behaviour; this one does what they
+// cannot be told to: change its tool list at run time, die on request, serve
+// hundreds of tools.
+//
+//   node fixture.mjs [--tools N]
+//
+// Tools:
+//   add_tool {name, quiet?}  registers a new tool `name` and, unless quiet,
+//                     sends notifications/tools/list_changed
+//   crash {code?}     exits the process at once, mid-call
+//   slow {ms}         answers after `ms` milliseconds
+//   whoami            the process id and the environment keys it sees
+//   tool_<i>          with --tools N: N synthetic tools with realistic schemas
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+
+const args = process.argv.slice(2);
+const count = args.includes("--tools") ? Number(args[args.indexOf("--tools") + 1]) : 0;
+
+const tools = [
+  {
+    name: "add_tool",
+    description: "Register a new tool and announce it with tools/list_changed",
+    inputSchema: { type: "object", properties: { name: { type: "string" }, quiet: { type: "boolean" } }, required: ["name"] },
+  },
+  {
+    name: "crash",
+    description: "Exit the server process immediately",
+    inputSchema: { type: "object", properties: { code: { type: "integer" } } },
+  },
+  {
+    name: "slow",
+    description: "Answer after a delay",
+    inputSchema: { type: "object", properties: { ms: { type: "integer", minimum: 0 } }, required: ["ms"] },
+  },
+  {
+    name: "whoami",
+    description: "Report the process id and the names of the environment variables this server sees",
+    inputSchema: { type: "object", properties: {} },
+  },
+];
+
+const domains = ["issue", "pull_request", "repository", "branch", "commit", "release", "deployment", "incident", "ticket", "customer", "invoice", "payment", "document", "page", "database", "table", "dashboard", "alert"];
+const verbs = ["list", "get", "create", "update", "delete", "search", "archive", "assign"];
+for (let i = 0; i < count; i++) {
+  const domain = domains[i % domains.length];
+  const verb = verbs[Math.floor(i / domains.length) % verbs.length];
+  tools.push({
+    name: `${verb}_${domain}_${i}`,
+    description: `${verb[0].toUpperCase()}${verb.slice(1)} a ${domain.replace("_", " ")} in the workspace. Returns the ${domain.replace("_", " ")} with its id, status, owner and timestamps; fails if the caller lacks access.`,
+    inputSchema: {
+      type: "object",
+      properties: {
+        workspace: { type: "string", description: "Workspace slug, e.g. acme" },
+        id: { type: "string", description: `The ${domain} id` },
+        fields: { type: "array", items: { type: "string" }, description: "Fields to return; all by default" },
+        limit: { type: "integer", minimum: 1, maximum: 100, description: "Page size" },
+        state: { type: "string", enum: ["open", "closed", "all"] },
+      },
+      required: ["workspace"],
+    },
+  });
+}
+
+const server = new Server(
+  { name: "quickforge-fixture", version: "1.0.0" },
+  { capabilities: { tools: { listChanged: true } } },
+);
+
+server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+
+server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  const { name, arguments: a = {} } = request.params;
+  const text = (value) => ({ content: [{ type: "text", text: JSON.stringify(value) }] });
+  switch (name) {
+    case "add_tool":
+      tools.push({
+        name: a.name,
+        description: `Added at run time: ${a.name}`,
+        inputSchema: { type: "object", properties: {} },
+      });
+      if (!a.quiet) await server.sendToolListChanged();
+      return text({ added: a.name, tools: tools.length });
+    case "crash":
+      process.exit(a.code ?? 1);
+    case "slow":
+      await new Promise((r) => setTimeout(r, a.ms));
+      return text({ slept: a.ms });
+    case "whoami":
+      return text({ pid: process.pid, env: Object.keys(process.env).sort() });
+    default:
+      if (tools.some((t) => t.name === name)) return text({ tool: name, args: a });
+      return { isError: true, content: [{ type: "text", text: `unknown tool ${name}` }] };
+  }
+});
+
+await server.connect(new StdioServerTransport());
