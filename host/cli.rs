@@ -23,7 +23,7 @@ use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 
 use crate::config::Config;
-use crate::gateway::{Gateway, STARTUP_WAIT};
+use crate::gateway::{Gateway, SERVER_GRACE, STARTUP_WAIT};
 use crate::sandbox::{LogLevel, Mode, Sandbox};
 use crate::server::{ForgeServer, Shared};
 
@@ -151,11 +151,11 @@ async fn start(config: &Config) -> Result<Arc<Shared>, ExitCode> {
             return Err(ExitCode::from(EXIT_USAGE));
         }
     };
-    Ok(Arc::new(Shared {
+    Ok(Arc::new(Shared::new(
         sandbox,
-        gateway: Gateway::start(config),
-        stash_limits: config.stash.clone(),
-    }))
+        Gateway::start(config),
+        config.stash.clone(),
+    )))
 }
 
 async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode {
@@ -182,13 +182,13 @@ async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode {
         None => serve_stdio(shared).await,
         Some(addr) => serve_http(shared, addr, args.allow_hosts, args.allow_origins).await,
     };
-    gateway.shutdown();
+    gateway.close(SERVER_GRACE).await;
     code
 }
 
 async fn serve_stdio(shared: Arc<Shared>) -> ExitCode {
     use rmcp::ServiceExt;
-    let running = match ForgeServer::new(shared)
+    let running = match ForgeServer::new(shared.clone())
         .serve(rmcp::transport::stdio())
         .await
     {
@@ -204,7 +204,13 @@ async fn serve_stdio(shared: Arc<Shared>) -> ExitCode {
             tracing::info!("MCP client closed the session: {r:?}");
         }
         _ = terminated() => {
-            tracing::info!("terminating");
+            // Take no new work, let running scripts finish within the
+            // grace period, then end the session (dropping what is left).
+            tracing::info!("terminating: letting running executions finish");
+            shared.drain().await;
+            // A finished handler's answer is written by the session's own
+            // task; give it a moment to reach the client.
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             cancel.cancel();
         }
     }
@@ -254,9 +260,11 @@ async fn serve_http(
     println!("quickforge listening on http://{local}/mcp");
     let _ = std::io::stdout().flush();
     let stop = shutdown.clone();
+    let drain = shared.clone();
     let result = axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             terminated().await;
+            drain.drain().await;
             stop.cancel();
         })
         .await;
@@ -329,7 +337,7 @@ async fn run(config: Option<PathBuf>, file: PathBuf, search: bool) -> ExitCode {
     let session = ForgeServer::new(shared.clone());
     let mode = if search { Mode::Search } else { Mode::Execute };
     let report = session.run(mode, &code).await;
-    shared.gateway.shutdown();
+    shared.gateway.close(SERVER_GRACE).await;
 
     let mut err = std::io::stderr().lock();
     for line in &report.logs {
@@ -396,7 +404,7 @@ async fn manifest(config: Option<PathBuf>, only: Option<String>, as_json: bool) 
     let gateway = Gateway::start(&config);
     gateway.wait_started(STARTUP_WAIT).await;
     let manifest = gateway.manifest();
-    gateway.shutdown();
+    gateway.close(SERVER_GRACE).await;
     let servers: Vec<_> = manifest
         .servers()
         .filter(|s| only.as_ref().is_none_or(|o| &s.name == o))
@@ -558,7 +566,7 @@ async fn doctor(config_path: Option<PathBuf>) -> ExitCode {
                 .await;
             let elapsed = started.elapsed();
             let manifest = gateway.manifest();
-            gateway.shutdown();
+            gateway.close(SERVER_GRACE).await;
             let entry = manifest.server(&server.name).cloned();
             (server.name.clone(), entry, elapsed)
         }
@@ -625,7 +633,7 @@ async fn tokens(config: Option<PathBuf>, as_json: bool) -> ExitCode {
         let gateway = Gateway::start(&config);
         gateway.wait_started(STARTUP_WAIT).await;
         let m = gateway.manifest();
-        gateway.shutdown();
+        gateway.close(SERVER_GRACE).await;
         Some(crate::tokens::downstream_tools(&m))
     };
     let table = match crate::tokens::table(configured) {

@@ -72,6 +72,36 @@ pub struct Shared {
     pub gateway: Arc<Gateway>,
     /// Bounds of each session's stash.
     pub stash_limits: StashLimits,
+    /// Running executions, so shutdown can let them finish.
+    pub running: tokio_util::task::TaskTracker,
+}
+
+impl Shared {
+    /// Everything sessions share.
+    pub fn new(sandbox: Arc<Sandbox>, gateway: Arc<Gateway>, stash_limits: StashLimits) -> Shared {
+        Shared {
+            sandbox,
+            gateway,
+            stash_limits,
+            running: tokio_util::task::TaskTracker::new(),
+        }
+    }
+
+    /// Stops taking executions and waits for the running ones, at most
+    /// their own time limit plus a second.
+    pub async fn drain(&self) {
+        self.running.close();
+        let grace = self.sandbox.limits().timeout + std::time::Duration::from_secs(1);
+        if tokio::time::timeout(grace, self.running.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "executions still running after {} s; ending them",
+                grace.as_secs_f64()
+            );
+        }
+    }
 }
 
 /// One client session.
@@ -90,6 +120,23 @@ impl ForgeServer {
 
     /// Runs `code` in `mode` for this session.
     pub async fn run(&self, mode: Mode, code: &str) -> Report {
+        if self.shared.running.is_closed() {
+            return Report {
+                result: Err(crate::error::ExecutionError::new(
+                    crate::error::ErrorKind::Busy,
+                    "the gateway is shutting down and takes no new executions",
+                )),
+                logs: Vec::new(),
+                stats: Default::default(),
+            };
+        }
+        self.shared
+            .running
+            .track_future(self.run_now(mode, code))
+            .await
+    }
+
+    async fn run_now(&self, mode: Mode, code: &str) -> Report {
         let gateway = &self.shared.gateway;
         gateway.wait_started(STARTUP_WAIT).await;
         let snapshot = gateway.snapshot();

@@ -20,9 +20,10 @@ use toml::Spanned;
 
 pub use expand::{ExpandError, expand, references};
 pub use servers::{
-    DEFAULT_FAILURE_THRESHOLD, DEFAULT_RECOVERY_TIMEOUT_SECS, DEFAULT_REFRESH_INTERVAL_SECS,
-    DEFAULT_SERVER_TIMEOUT_SECS, GroupConfig, INHERITED_ENV, Isolation, MAX_NAME_LEN,
-    MAX_SERVER_TIMEOUT_SECS, ManifestConfig, ServerConfig, Transport,
+    DEFAULT_FAILURE_THRESHOLD, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_RESPONSE_MB,
+    DEFAULT_RECOVERY_TIMEOUT_SECS, DEFAULT_REFRESH_INTERVAL_SECS, DEFAULT_SERVER_TIMEOUT_SECS,
+    GroupConfig, INHERITED_ENV, Isolation, MAX_NAME_LEN, MAX_RESPONSE_MB, MAX_SERVER_TIMEOUT_SECS,
+    ManifestConfig, ServerConfig, Transport,
 };
 
 use crate::sandbox::{CacheDir, MIN_HEAP, SandboxLimits};

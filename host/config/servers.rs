@@ -29,6 +29,17 @@ pub const MAX_SERVER_TIMEOUT_SECS: f64 = 3600.0;
 pub const DEFAULT_FAILURE_THRESHOLD: u32 = 5;
 /// Default seconds an open breaker waits before letting one probe through.
 pub const DEFAULT_RECOVERY_TIMEOUT_SECS: f64 = 30.0;
+/// Default calls in flight to one server at once. Sixteen lets a script fan
+/// out while keeping one busy script from flooding a server; more calls wait
+/// their turn, and their timeout starts only when they are sent.
+pub const DEFAULT_MAX_IN_FLIGHT: u32 = 16;
+/// Default largest message one server may send, MiB. 16 MiB: sixteen times
+/// the default `max_output_size`, the most a script could still receive cut
+/// rather than refused; a larger message fails the call with an error
+/// naming the limit, before the gateway's memory follows it.
+pub const DEFAULT_MAX_RESPONSE_MB: u64 = 16;
+/// Largest `max_response_mb`: 1 GiB.
+pub const MAX_RESPONSE_MB: u64 = 1024;
 /// Default seconds between manifest refreshes. Five minutes: servers that
 /// announce changes (`notifications/tools/list_changed`) are refreshed at once
 /// anyway; polling only catches the ones that do not.
@@ -83,6 +94,10 @@ pub struct ServerConfig {
     pub failure_threshold: u32,
     /// How long an open breaker waits before a probe.
     pub recovery_timeout: Duration,
+    /// Calls in flight at once; more wait for a slot.
+    pub max_in_flight: u32,
+    /// Largest message accepted from the server, bytes.
+    pub max_response_bytes: usize,
 }
 
 /// How quickforge talks to a server.
@@ -160,6 +175,8 @@ pub(super) struct RawServer {
     circuit_breaker: Option<bool>,
     failure_threshold: Option<Spanned<u32>>,
     recovery_timeout_secs: Option<Spanned<f64>>,
+    max_in_flight: Option<Spanned<u32>>,
+    max_response_mb: Option<Spanned<u64>>,
     #[serde(default)]
     env: BTreeMap<String, Spanned<String>>,
     cwd: Option<Spanned<String>>,
@@ -493,8 +510,28 @@ fn server(
             ));
         }
     };
+    let max_in_flight = match raw.max_in_flight {
+        None => DEFAULT_MAX_IN_FLIGHT,
+        Some(n) if *n.get_ref() > 0 => *n.get_ref(),
+        Some(n) => {
+            return Err(report.at(n.span(), key("max_in_flight"), "must be at least 1".into()));
+        }
+    };
+    let max_response_mb = match raw.max_response_mb {
+        None => DEFAULT_MAX_RESPONSE_MB,
+        Some(n) if (1..=MAX_RESPONSE_MB).contains(n.get_ref()) => *n.get_ref(),
+        Some(n) => {
+            return Err(report.at(
+                n.span(),
+                key("max_response_mb"),
+                format!("must be from 1 to {MAX_RESPONSE_MB}, got {}", n.get_ref()),
+            ));
+        }
+    };
     Ok(ServerConfig {
         name,
+        max_in_flight,
+        max_response_bytes: (max_response_mb as usize) * 1024 * 1024,
         description,
         transport,
         timeout,

@@ -20,27 +20,90 @@ use rmcp::transport::streamable_http_client::{
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::sync::mpsc;
 
 use super::convert;
 use super::sse::SseTransport;
 use crate::config::{INHERITED_ENV, ServerConfig, Transport};
 use crate::error::ForgeError;
 
-/// Longest line accepted from a stdio server, bytes. Larger results are
-/// legitimate (a file, a page); the cap keeps one runaway line from taking
-/// the gateway's memory with it.
-pub const MAX_LINE: usize = 64 * 1024 * 1024;
+/// Room above a server's `max_response_mb` for rmcp's own line limit, so
+/// quickforge's check (which names the limit) always fires first.
+const LINE_SLACK: usize = 64 * 1024;
+
+/// Reads a stdio server's stdout, failing the session with a message that
+/// names the limit as soon as one line (one JSON-RPC message) grows past
+/// `limit` bytes, before the gateway's memory follows it.
+struct LimitedLines<R> {
+    inner: R,
+    limit: usize,
+    since_newline: usize,
+    broken: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for LimitedLines<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let std::task::Poll::Ready(Ok(())) = &polled {
+            let this = &mut *self;
+            for &b in &buf.filled()[before..] {
+                if b == b'\n' {
+                    this.since_newline = 0;
+                } else {
+                    this.since_newline += 1;
+                    if this.since_newline > this.limit {
+                        let why = format!(
+                            "the server sent a message larger than its limit of {} bytes (max_response_mb); the session was reset",
+                            this.limit
+                        );
+                        *this.broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(why.clone());
+                        return std::task::Poll::Ready(Err(std::io::Error::other(why)));
+                    }
+                }
+            }
+        }
+        polled
+    }
+}
 
 /// Longest stderr line of a server kept in the gateway's log, bytes.
 pub const MAX_STDERR_LINE: usize = 4096;
 
-/// What a downstream session tells the gateway.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
-    /// `notifications/tools/list_changed` or `resources/list_changed` from
-    /// the named server.
-    ListChanged(String),
+/// Servers whose tool lists need listing again. A set, not a queue: a
+/// server flooding `list_changed` notifications costs one entry and one
+/// listing per refresh round, never a growing backlog.
+#[derive(Debug, Default)]
+pub struct RefreshQueue {
+    due: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    notify: tokio::sync::Notify,
+}
+
+impl RefreshQueue {
+    /// Marks `server` for a refresh.
+    pub fn push(&self, server: &str) {
+        let mut due = self.due.lock().unwrap_or_else(|p| p.into_inner());
+        if !due.contains(server) {
+            due.insert(server.to_string());
+        }
+        drop(due);
+        self.notify.notify_one();
+    }
+
+    /// Waits until some server is due.
+    pub async fn wait(&self) {
+        self.notify.notified().await;
+    }
+
+    /// Takes every due server.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.due.lock().unwrap_or_else(|p| p.into_inner()))
+            .into_iter()
+            .collect()
+    }
 }
 
 /// The rmcp client handler of one session: it knows its server's name and
@@ -48,7 +111,7 @@ pub enum Event {
 #[derive(Clone)]
 pub struct Handler {
     server: Arc<str>,
-    events: mpsc::UnboundedSender<Event>,
+    refresh: Arc<RefreshQueue>,
 }
 
 impl ClientHandler for Handler {
@@ -61,15 +124,11 @@ impl ClientHandler for Handler {
     }
 
     async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {
-        let _ = self
-            .events
-            .send(Event::ListChanged(self.server.to_string()));
+        self.refresh.push(&self.server);
     }
 
     async fn on_resource_list_changed(&self, _cx: NotificationContext<RoleClient>) {
-        let _ = self
-            .events
-            .send(Event::ListChanged(self.server.to_string()));
+        self.refresh.push(&self.server);
     }
 }
 
@@ -80,6 +139,8 @@ pub struct Connection {
     /// What the server said about itself at initialize.
     pub instructions: Option<String>,
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
+    /// Why the session was torn down by quickforge itself, if it was.
+    broken: Arc<std::sync::Mutex<Option<String>>>,
     cancel: std::sync::Mutex<Option<rmcp::service::RunningServiceCancellationToken>>,
     child: Option<ChildGuard>,
 }
@@ -110,6 +171,25 @@ impl Connection {
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().and_then(|c| c.pid)
     }
+
+    /// Ends the session politely: closes it (a stdio server sees its stdin
+    /// close), gives the server `grace` to exit, then kills its process
+    /// group, and reaps the child either way.
+    pub async fn shutdown(&self, grace: Duration) {
+        if let Some(cancel) = self.cancel.lock().ok().and_then(|mut c| c.take()) {
+            cancel.cancel();
+        }
+        let Some(guard) = &self.child else { return };
+        let child = guard.child.lock().ok().and_then(|mut c| c.take());
+        let Some(mut child) = child else { return };
+        if tokio::time::timeout(grace, child.wait()).await.is_err() {
+            guard.kill();
+            let _ = child.wait().await;
+        } else {
+            // The leader exited; grandchildren it left behind go too.
+            guard.kill();
+        }
+    }
 }
 
 impl Drop for Connection {
@@ -122,7 +202,9 @@ impl Drop for Connection {
 /// start the real server as a grandchild) when the connection goes.
 struct ChildGuard {
     pid: Option<u32>,
-    _child: tokio::process::Child,
+    /// Taken by [`Connection::shutdown`] to reap it; dropped otherwise
+    /// (tokio then kills and reaps it in the background).
+    child: std::sync::Mutex<Option<tokio::process::Child>>,
 }
 
 impl ChildGuard {
@@ -146,11 +228,11 @@ impl ChildGuard {
 /// Connects to `config`'s server and completes the MCP handshake.
 pub async fn connect(
     config: &ServerConfig,
-    events: mpsc::UnboundedSender<Event>,
+    refresh: Arc<RefreshQueue>,
 ) -> Result<Connection, String> {
     let handler = Handler {
         server: config.name.as_str().into(),
-        events,
+        refresh,
     };
     match &config.transport {
         Transport::Stdio {
@@ -186,14 +268,25 @@ pub async fn connect(
             if let Some(stderr) = child.stderr.take() {
                 tokio::spawn(drain_stderr(config.name.clone(), stderr));
             }
-            let guard = ChildGuard { pid, _child: child };
-            let transport =
-                AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(MAX_LINE);
+            let guard = ChildGuard {
+                pid,
+                child: std::sync::Mutex::new(Some(child)),
+            };
+            let broken = Arc::new(std::sync::Mutex::new(None));
+            let limit = config.max_response_bytes;
+            let stdout = LimitedLines {
+                inner: stdout,
+                limit,
+                since_newline: 0,
+                broken: broken.clone(),
+            };
+            let transport = AsyncRwTransport::new_client(stdout, stdin)
+                .with_max_line_length(limit + LINE_SLACK);
             let service = handler
                 .serve(transport)
                 .await
                 .map_err(|e| format!("MCP handshake with {command:?} failed: {e}"))?;
-            Ok(finish(service, Some(guard)))
+            Ok(finish(service, Some(guard), broken))
         }
         Transport::Http { url, headers } => {
             let http = http_client()?;
@@ -213,7 +306,7 @@ pub async fn connect(
                     .reinit_on_expired_session(true),
             );
             match handler.clone().serve(streamable).await {
-                Ok(service) => Ok(finish(service, None)),
+                Ok(service) => Ok(finish(service, None, Arc::default())),
                 Err(e) if refuses_streamable_http(&e) => {
                     tracing::info!(server = %config.name, "no streamable HTTP ({e}); trying legacy HTTP+SSE");
                     let sse = SseTransport::connect(http, url, header_map, &config.name)
@@ -225,7 +318,7 @@ pub async fn connect(
                         .serve(sse)
                         .await
                         .map_err(|e| format!("MCP handshake over HTTP+SSE failed: {e}"))?;
-                    Ok(finish(service, None))
+                    Ok(finish(service, None, Arc::default()))
                 }
                 Err(e) => Err(format!("MCP handshake over streamable HTTP failed: {e}")),
             }
@@ -233,7 +326,11 @@ pub async fn connect(
     }
 }
 
-fn finish(service: RunningService<RoleClient, Handler>, child: Option<ChildGuard>) -> Connection {
+fn finish(
+    service: RunningService<RoleClient, Handler>,
+    child: Option<ChildGuard>,
+    broken: Arc<std::sync::Mutex<Option<String>>>,
+) -> Connection {
     let instructions = service.peer_info().and_then(|i| i.instructions.clone());
     Connection {
         peer: service.peer().clone(),
@@ -241,6 +338,7 @@ fn finish(service: RunningService<RoleClient, Handler>, child: Option<ChildGuard
         cancel: std::sync::Mutex::new(Some(service.cancellation_token())),
         service: tokio::sync::Mutex::new(Some(service)),
         child,
+        broken,
     }
 }
 
@@ -308,7 +406,7 @@ async fn drain_stderr(server: String, stderr: tokio::process::ChildStderr) {
 
 /// Sends `tools/call` and converts the result.
 pub async fn call_tool(
-    peer: &Peer<RoleClient>,
+    conn: &Connection,
     server: &str,
     tool: &str,
     args: Value,
@@ -322,7 +420,7 @@ pub async fn call_tool(
     };
     let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    match send(peer, server, request, timeout).await? {
+    match send(conn, server, request, timeout).await? {
         ServerResult::CallToolResult(result) => {
             let json = serde_json::to_value(&result).map_err(|e| {
                 ForgeError::new("INVALID_RESPONSE", format!("{server}.{tool}: {e}"))
@@ -335,7 +433,7 @@ pub async fn call_tool(
 
 /// Sends `resources/read` and converts the result.
 pub async fn read_resource(
-    peer: &Peer<RoleClient>,
+    conn: &Connection,
     server: &str,
     uri: &str,
     timeout: Duration,
@@ -343,7 +441,7 @@ pub async fn read_resource(
     let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
         ReadResourceRequestParams::new(uri),
     ));
-    match send(peer, server, request, timeout).await? {
+    match send(conn, server, request, timeout).await? {
         ServerResult::ReadResourceResult(result) => {
             let json = serde_json::to_value(&result)
                 .map_err(|e| ForgeError::new("INVALID_RESPONSE", format!("{server}: {e}")))?;
@@ -368,19 +466,32 @@ fn unexpected(server: &str, result: &ServerResult) -> ForgeError {
 }
 
 async fn send(
-    peer: &Peer<RoleClient>,
+    conn: &Connection,
     server: &str,
     request: ClientRequest,
     timeout: Duration,
 ) -> Result<ServerResult, ForgeError> {
-    let handle = peer
+    let fail = |e| {
+        // A session quickforge reset itself says why.
+        let broken = conn
+            .broken
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        match broken {
+            Some(why) if matches!(e, ServiceError::TransportClosed | ServiceError::TransportSend(_) | ServiceError::Cancelled { .. }) => {
+                ForgeError::new("RESPONSE_TOO_LARGE", format!("server {server:?}: {why}"))
+                    .suggest("ask the tool for less (filters, paging), or raise this server's max_response_mb")
+            }
+            _ => service_error(server, timeout, e),
+        }
+    };
+    let handle = conn
+        .peer
         .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
         .await
-        .map_err(|e| service_error(server, timeout, e))?;
-    handle
-        .await_response()
-        .await
-        .map_err(|e| service_error(server, timeout, e))
+        .map_err(fail)?;
+    handle.await_response().await.map_err(fail)
 }
 
 /// A failed request as the script sees it.

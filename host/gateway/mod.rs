@@ -11,6 +11,7 @@
 //! ([`Gateway::refresh_all`]) and when a server announces
 //! `notifications/tools/list_changed`.
 
+pub mod breaker;
 pub mod convert;
 mod downstream;
 mod sse;
@@ -21,7 +22,7 @@ use std::time::Duration;
 
 use arc_swap::{ArcSwap, ArcSwapOption};
 use serde_json::Value;
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ServerConfig};
@@ -29,7 +30,7 @@ use crate::dispatch::{BoxFuture, Dispatcher};
 use crate::error::ForgeError;
 use crate::manifest::{Manifest, ResourceEntry, ServerEntry, ServerStatus, Snapshot, ToolEntry};
 
-pub use downstream::{Connection, Event};
+pub use downstream::{Connection, RefreshQueue};
 
 /// Servers connecting at once. Each stdio server is a process start (often
 /// `npx`, which is CPU-heavy); eight keeps a cold start of many servers from
@@ -42,6 +43,10 @@ pub const MIN_BACKOFF: Duration = Duration::from_millis(500);
 /// within a minute without hammering one that stays down.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
+/// How long a stdio server gets to exit after its stdin closes at
+/// shutdown before its process group is killed.
+pub const SERVER_GRACE: Duration = Duration::from_secs(2);
+
 /// Longest an execution waits for servers still making their first
 /// connection attempt, so a script run right after start-up sees them.
 pub const STARTUP_WAIT: Duration = Duration::from_secs(30);
@@ -51,6 +56,26 @@ pub struct Server {
     /// Its configuration.
     pub config: ServerConfig,
     conn: ArcSwapOption<Connection>,
+    /// Its circuit breaker.
+    pub breaker: breaker::Breaker,
+    /// Slots for calls in flight (`max_in_flight`).
+    in_flight: Semaphore,
+}
+
+impl Server {
+    fn new(config: &ServerConfig) -> Server {
+        Server {
+            breaker: breaker::Breaker::new(
+                &config.name,
+                config.circuit_breaker,
+                config.failure_threshold,
+                config.recovery_timeout,
+            ),
+            in_flight: Semaphore::new(config.max_in_flight as usize),
+            config: config.clone(),
+            conn: ArcSwapOption::empty(),
+        }
+    }
 }
 
 impl Server {
@@ -64,7 +89,7 @@ impl Server {
 pub struct Gateway {
     servers: BTreeMap<String, Arc<Server>>,
     manifest: ArcSwap<Manifest>,
-    events: mpsc::UnboundedSender<Event>,
+    refresh: Arc<RefreshQueue>,
     /// Servers still in their first connection attempt.
     pending: watch::Sender<usize>,
     shutdown: CancellationToken,
@@ -73,19 +98,11 @@ pub struct Gateway {
 impl Gateway {
     /// Starts connecting to every server in `config` and returns at once.
     pub fn start(config: &Config) -> Arc<Gateway> {
-        let (events, events_rx) = mpsc::unbounded_channel();
+        let refresh = Arc::new(RefreshQueue::default());
         let servers: BTreeMap<String, Arc<Server>> = config
             .servers
             .iter()
-            .map(|c| {
-                (
-                    c.name.clone(),
-                    Arc::new(Server {
-                        config: c.clone(),
-                        conn: ArcSwapOption::empty(),
-                    }),
-                )
-            })
+            .map(|c| (c.name.clone(), Arc::new(Server::new(c))))
             .collect();
         let manifest =
             Manifest::new(config.servers.iter().map(|c| {
@@ -95,7 +112,7 @@ impl Gateway {
         let gateway = Arc::new(Gateway {
             servers,
             manifest: ArcSwap::from_pointee(manifest),
-            events,
+            refresh: refresh.clone(),
             pending,
             shutdown: CancellationToken::new(),
         });
@@ -110,7 +127,7 @@ impl Gateway {
         }
         tokio::spawn(refresher(
             Arc::downgrade(&gateway),
-            events_rx,
+            refresh,
             config.manifest.refresh_interval,
             gateway.shutdown.clone(),
         ));
@@ -147,7 +164,7 @@ impl Gateway {
     /// Lists every connected server's tools and resources again.
     pub fn refresh_all(&self) {
         for name in self.servers.keys() {
-            let _ = self.events.send(Event::ListChanged(name.clone()));
+            self.refresh.push(name);
         }
     }
 
@@ -160,6 +177,19 @@ impl Gateway {
                 conn.close();
             }
         }
+    }
+
+    /// Ends every session politely and reaps every stdio server: each gets
+    /// `grace` to exit after its stdin closes, then its process group is
+    /// killed. No new connections are attempted afterwards.
+    pub async fn close(&self, grace: Duration) {
+        self.shutdown.cancel();
+        let conns: Vec<Arc<Connection>> = self
+            .servers
+            .values()
+            .filter_map(|s| s.conn.swap(None))
+            .collect();
+        futures_util::future::join_all(conns.iter().map(|c| c.shutdown(grace))).await;
     }
 
     /// The dispatcher for one execution, routing over `snapshot`.
@@ -261,7 +291,7 @@ async fn supervise(
     let mut first = true;
     loop {
         let events = match gateway.upgrade() {
-            Some(g) => g.events.clone(),
+            Some(g) => g.refresh.clone(),
             None => return,
         };
         let attempt = {
@@ -342,7 +372,7 @@ fn jitter(base: Duration) -> Duration {
 /// configured interval.
 async fn refresher(
     gateway: std::sync::Weak<Gateway>,
-    mut events: mpsc::UnboundedReceiver<Event>,
+    refresh: Arc<RefreshQueue>,
     interval: Option<Duration>,
     shutdown: CancellationToken,
 ) {
@@ -355,20 +385,15 @@ async fn refresher(
         let mut due: Vec<String> = Vec::new();
         tokio::select! {
             _ = shutdown.cancelled() => return,
-            e = events.recv() => match e {
-                Some(Event::ListChanged(name)) => due.push(name),
-                None => return,
-            },
+            _ = refresh.wait() => {},
             _ = async { match tick.as_mut() { Some(t) => { t.tick().await; } None => std::future::pending::<()>().await } } => {
                 if let Some(g) = gateway.upgrade() {
                     due.extend(g.servers.keys().cloned());
                 }
             }
         }
-        // Coalesce a burst of notifications into one listing per server.
-        while let Ok(Event::ListChanged(name)) = events.try_recv() {
-            due.push(name);
-        }
+        // A burst of notifications becomes one listing per server.
+        due.extend(refresh.take());
         due.sort();
         due.dedup();
         let Some(g) = gateway.upgrade() else { return };
@@ -416,6 +441,44 @@ impl Router {
     }
 }
 
+/// Runs one downstream request under `server`'s circuit breaker and
+/// in-flight cap. The request's own timeout starts once it has a slot.
+async fn guarded(
+    server: &Server,
+    request: impl std::future::Future<Output = Result<Value, ForgeError>>,
+) -> Result<Value, ForgeError> {
+    /// Releases an unfinished probe if the script drops the call (e.g. its
+    /// own timeout), so the breaker does not wait for it forever.
+    struct Pending<'a> {
+        breaker: &'a breaker::Breaker,
+        admission: Option<breaker::Admission>,
+    }
+    impl Drop for Pending<'_> {
+        fn drop(&mut self) {
+            if let Some(a) = self.admission.take() {
+                self.breaker.release(a);
+            }
+        }
+    }
+    let admission = server.breaker.admit()?;
+    let mut pending = Pending {
+        breaker: &server.breaker,
+        admission: Some(admission),
+    };
+    let _slot = server
+        .in_flight
+        .acquire()
+        .await
+        .map_err(|_| ForgeError::new("SERVER_UNAVAILABLE", "the gateway is shutting down"))?;
+    let result = request.await;
+    // Timeouts and broken connections say the server is unwell; answers,
+    // even error answers, say it is alive.
+    let failed = matches!(&result, Err(e) if e.code == "TIMEOUT" || e.code == "SERVER_UNAVAILABLE");
+    pending.admission = None;
+    server.breaker.record(admission, failed);
+    result
+}
+
 impl Dispatcher for Router {
     fn check_call(&self, server: &str, tool: &str) -> Result<(), ForgeError> {
         self.manifest.require_tool(server, tool).map(|_| ())
@@ -435,7 +498,11 @@ impl Dispatcher for Router {
         let (server, tool) = (server.to_string(), tool.to_string());
         Box::pin(async move {
             let (s, conn) = checked?;
-            downstream::call_tool(&conn.peer, &server, &tool, args, s.config.timeout).await
+            guarded(
+                &s,
+                downstream::call_tool(&conn, &server, &tool, args, s.config.timeout),
+            )
+            .await
         })
     }
 
@@ -444,7 +511,11 @@ impl Dispatcher for Router {
         let (server, uri) = (server.to_string(), uri.to_string());
         Box::pin(async move {
             let (s, conn) = checked?;
-            downstream::read_resource(&conn.peer, &server, &uri, s.config.timeout).await
+            guarded(
+                &s,
+                downstream::read_resource(&conn, &server, &uri, s.config.timeout),
+            )
+            .await
         })
     }
 }

@@ -1,15 +1,21 @@
 // A purpose-built MCP server for quickforge's tests, on the official SDK.
 // The reference servers cover ordinary behaviour; this one does what they
-// cannot be told to: change its tool list at run time, die on request, serve
-// hundreds of tools.
+// cannot be told to: change its tool list at run time, hang, crash, flood,
+// lie, serve hundreds of tools. It is the fault-injection server.
 //
-//   node fixture.mjs [--tools N]
+//   node fixture.mjs [--tools N] [--exit-at-startup]
 //
 // Tools:
 //   add_tool {name, quiet?}  registers a new tool `name` and, unless quiet,
 //                     sends notifications/tools/list_changed
 //   crash {code?}     exits the process at once, mid-call
 //   slow {ms}         answers after `ms` milliseconds
+//   hang              never answers
+//   big {mb}          answers with a text of `mb` MiB
+//   malformed         writes a line that is not JSON-RPC, and no answer
+//   flood {count}     sends `count` notifications (list_changed and log
+//                     messages), then answers
+//   fail              answers with an isError result
 //   whoami            the process id and the environment keys it sees
 //   tool_<i>          with --tools N: N synthetic tools with realistic schemas
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -18,6 +24,10 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprot
 
 const args = process.argv.slice(2);
 const count = args.includes("--tools") ? Number(args[args.indexOf("--tools") + 1]) : 0;
+if (args.includes("--exit-at-startup")) {
+  console.error("fixture: exiting at startup as told");
+  process.exit(3);
+}
 
 const tools = [
   {
@@ -35,6 +45,19 @@ const tools = [
     description: "Answer after a delay",
     inputSchema: { type: "object", properties: { ms: { type: "integer", minimum: 0 } }, required: ["ms"] },
   },
+  { name: "hang", description: "Never answer", inputSchema: { type: "object", properties: {} } },
+  {
+    name: "big",
+    description: "Answer with a large text",
+    inputSchema: { type: "object", properties: { mb: { type: "number" } }, required: ["mb"] },
+  },
+  { name: "malformed", description: "Write garbage instead of an answer", inputSchema: { type: "object", properties: {} } },
+  {
+    name: "flood",
+    description: "Send many notifications, then answer",
+    inputSchema: { type: "object", properties: { count: { type: "integer" } }, required: ["count"] },
+  },
+  { name: "fail", description: "Answer with an error result", inputSchema: { type: "object", properties: {} } },
   {
     name: "whoami",
     description: "Report the process id and the names of the environment variables this server sees",
@@ -66,7 +89,7 @@ for (let i = 0; i < count; i++) {
 
 const server = new Server(
   { name: "quickforge-fixture", version: "1.0.0" },
-  { capabilities: { tools: { listChanged: true } } },
+  { capabilities: { tools: { listChanged: true }, logging: {} } },
 );
 
 server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
@@ -88,6 +111,21 @@ server.setRequestHandler(CallToolRequestSchema, async (request) => {
     case "slow":
       await new Promise((r) => setTimeout(r, a.ms));
       return text({ slept: a.ms });
+    case "hang":
+      return new Promise(() => {});
+    case "big":
+      return text("x".repeat(Math.floor(a.mb * 1024 * 1024)));
+    case "malformed":
+      process.stdout.write("this is {not json-rpc\n");
+      return new Promise(() => {});
+    case "flood":
+      for (let i = 0; i < a.count; i++) {
+        server.notification({ method: "notifications/message", params: { level: "info", data: `flood ${i}` } }).catch(() => {});
+        if (i % 10 === 0) server.sendToolListChanged().catch(() => {});
+      }
+      return text({ flooded: a.count });
+    case "fail":
+      return { isError: true, content: [{ type: "text", text: "the fixture failed on purpose" }] };
     case "whoami":
       return text({ pid: process.pid, env: Object.keys(process.env).sort() });
     default:

@@ -1,0 +1,325 @@
+//! Fault injection: the fixture server hangs, crashes, refuses to start,
+//! answers slowly, sends 100 MB, writes garbage and floods notifications.
+//! Each time the error is precise, the other servers are unaffected and the
+//! gateway keeps serving.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::mcp::*;
+
+/// The fixture as `faulty` with a short timeout, beside server-everything.
+fn config(extra: &str) -> String {
+    format!(
+        "{}timeout_secs = 2\n{extra}\n{}",
+        fixture("faulty", &[]).replace("timeout_secs = 20\n", ""),
+        everything()
+    )
+}
+
+async fn healthy(s: &Session) {
+    let v = s
+        .execute(r#"async () => forge.callTool("everything", "echo", { message: "ok" })"#)
+        .await;
+    assert_eq!(v, "Echo: ok", "the other server is unaffected");
+}
+
+#[tokio::test]
+async fn a_hanging_call_times_out_with_the_servers_limit() {
+    let dir = scratch("hang");
+    let s = connect(&write_config(&dir, &config("circuit_breaker = false"))).await;
+    let started = Instant::now();
+    let e = s
+        .execute_err(r#"async () => forge.callTool("faulty", "hang", {})"#)
+        .await;
+    assert_eq!(e["forge"]["code"], "TIMEOUT", "{e:#}");
+    assert!(
+        e["forge"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("within 2 s"),
+        "{e:#}"
+    );
+    assert_eq!(e["forge"]["retryable"], true);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    healthy(&s).await;
+    // The same session still answers other calls.
+    let v = s
+        .execute(r#"async () => (await forge.callTool("faulty", "slow", { ms: 10 })).slept"#)
+        .await;
+    assert_eq!(v, 10);
+}
+
+#[tokio::test]
+async fn the_timeout_counts_from_sending_not_from_queueing() {
+    let dir = scratch("queue");
+    // One call in flight at a time; three 1.2 s calls queue up behind each
+    // other for 3.6 s in all, each within its own 2 s.
+    let s = connect(&write_config(&dir, &config("max_in_flight = 1"))).await;
+    let v = s
+        .execute(r#"async () => (await Promise.all([1, 2, 3].map(() => forge.callTool("faulty", "slow", { ms: 1200 })))).map(r => r.slept)"#)
+        .await;
+    assert_eq!(v, json!([1200, 1200, 1200]));
+}
+
+#[tokio::test]
+async fn a_server_that_exits_at_startup_is_reported_and_others_serve() {
+    let dir = scratch("startup");
+    let text = format!(
+        "{}\n{}",
+        fixture("broken", &["--exit-at-startup"]),
+        everything()
+    );
+    let s = connect(&write_config(&dir, &text)).await;
+    let servers = s
+        .search("async () => manifest.servers.map(s => [s.name, s.status, s.error ?? null])")
+        .await;
+    assert_eq!(servers[0][0], "broken");
+    assert_eq!(servers[0][1], "unavailable");
+    assert!(
+        servers[0][2].as_str().unwrap().len() > 10,
+        "the reason is given: {servers:#}"
+    );
+    assert_eq!(servers[1], json!(["everything", "ready", null]));
+    let e = s
+        .execute_err(r#"async () => forge.callTool("broken", "whoami", {})"#)
+        .await;
+    assert!(
+        ["SERVER_UNAVAILABLE", "TOOL_NOT_FOUND"].contains(&e["forge"]["code"].as_str().unwrap()),
+        "{e:#}"
+    );
+    assert_eq!(
+        e["forge"]["code"] == "SERVER_UNAVAILABLE",
+        e["forge"]["retryable"] == true
+    );
+    healthy(&s).await;
+}
+
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_100_mb_result_fails_with_the_limit_and_memory_stays_flat() {
+    let dir = scratch("big");
+    let text = format!(
+        "[sandbox]\ntimeout_secs = 60\n\n{}timeout_secs = 30\n\n{}",
+        fixture("faulty", &[]).replace("timeout_secs = 20\n", ""),
+        everything()
+    );
+    let s = connect(&write_config(&dir, &text)).await;
+    healthy(&s).await;
+    let pid = s.child.id().unwrap();
+    let before = peak_rss_kib(pid);
+    let e = s
+        .execute_err(r#"async () => forge.callTool("faulty", "big", { mb: 100 })"#)
+        .await;
+    assert_eq!(e["forge"]["code"], "RESPONSE_TOO_LARGE", "{e:#}");
+    assert!(
+        e["forge"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("16777216 bytes (max_response_mb)"),
+        "{e:#}"
+    );
+    let after = peak_rss_kib(pid);
+    if before > 0 {
+        assert!(
+            after < before + 40 * 1024,
+            "peak RSS grew from {before} KiB to {after} KiB"
+        );
+    }
+    healthy(&s).await;
+    // The server comes back for calls of a sane size.
+    let v = eventually(Duration::from_secs(30), || async {
+        let r = s
+            .call(
+                "execute",
+                r#"async () => (await forge.callTool("faulty", "big", { mb: 0.001 })).length"#,
+            )
+            .await;
+        (r.is_error != Some(true)).then(|| ok_value(&r))
+    })
+    .await;
+    assert_eq!(v, 1048);
+}
+
+#[tokio::test]
+async fn garbage_on_the_wire_fails_that_server_alone() {
+    let dir = scratch("malformed");
+    let s = connect(&write_config(&dir, &config("circuit_breaker = false"))).await;
+    let e = s
+        .execute_err(r#"async () => forge.callTool("faulty", "malformed", {})"#)
+        .await;
+    let code = e["forge"]["code"].as_str().unwrap();
+    assert!(code == "TIMEOUT" || code == "SERVER_UNAVAILABLE", "{e:#}");
+    assert_eq!(e["forge"]["retryable"], true);
+    healthy(&s).await;
+    eventually(Duration::from_secs(30), || async {
+        let r = s
+            .call(
+                "execute",
+                r#"async () => forge.callTool("faulty", "whoami", {})"#,
+            )
+            .await;
+        (r.is_error != Some(true)).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_notification_flood_is_absorbed() {
+    let dir = scratch("flood");
+    // The default 20 s timeout: a flood takes node a moment to write out on
+    // a loaded machine; the point is that it ends and nothing stalls.
+    let text = format!(
+        "[sandbox]\ntimeout_secs = 60\n\n{}\n{}",
+        fixture("faulty", &[]),
+        everything()
+    );
+    let s = connect(&write_config(&dir, &text)).await;
+    let v = s
+        .execute(r#"async () => forge.callTool("faulty", "flood", { count: 20000 })"#)
+        .await;
+    assert_eq!(v, json!({"flooded": 20000}));
+    healthy(&s).await;
+    let v = s
+        .execute(r#"async () => (await forge.callTool("faulty", "slow", { ms: 1 })).slept"#)
+        .await;
+    assert_eq!(v, 1);
+    let tools = s
+        .search(r#"async () => manifest.servers.find(s => s.name === "faulty").tools"#)
+        .await;
+    assert!(tools.as_u64().unwrap() >= 9);
+}
+
+#[tokio::test]
+async fn the_circuit_breaker_opens_fails_fast_and_recovers() {
+    let dir = scratch("breaker");
+    let s = connect(&write_config(
+        &dir,
+        &config("failure_threshold = 2\nrecovery_timeout_secs = 1"),
+    ))
+    .await;
+    // A tool's own error result is an answer: it never opens the breaker.
+    for _ in 0..3 {
+        let e = s
+            .execute_err(r#"async () => forge.callTool("faulty", "fail", {})"#)
+            .await;
+        assert_eq!(e["forge"]["code"], "TOOL_ERROR");
+        assert!(
+            e["forge"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("the fixture failed on purpose")
+        );
+    }
+    for _ in 0..2 {
+        let e = s
+            .execute_err(r#"async () => forge.callTool("faulty", "hang", {})"#)
+            .await;
+        assert_eq!(e["forge"]["code"], "TIMEOUT");
+    }
+    let started = Instant::now();
+    let e = s
+        .execute_err(r#"async () => forge.callTool("faulty", "whoami", {})"#)
+        .await;
+    assert_eq!(e["forge"]["code"], "CIRCUIT_OPEN", "{e:#}");
+    assert!(started.elapsed() < Duration::from_secs(1), "fails at once");
+    assert!(
+        e["forge"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("next attempt is allowed in")
+    );
+    healthy(&s).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let v: Value = s
+        .execute(r#"async () => typeof (await forge.callTool("faulty", "whoami", {})).pid"#)
+        .await;
+    assert_eq!(v, "number", "the probe went through and closed the breaker");
+    s.execute(r#"async () => forge.callTool("faulty", "whoami", {})"#)
+        .await;
+}
+
+fn alive(pid: u64) -> bool {
+    // A zombie has exited; count it as gone only once reaped.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok()
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn shutdown_leaves_no_child_processes() {
+    for signal in [None, Some(libc::SIGTERM), Some(libc::SIGINT)] {
+        let dir = scratch("shutdown");
+        let text = format!(
+            "{}\n{}\n{}",
+            fixture("one", &[]),
+            fixture("two", &[]),
+            fixture("three", &[])
+        );
+        let s = connect(&write_config(&dir, &text)).await;
+        let pids = s
+            .execute(r#"async () => Promise.all(["one", "two", "three"].map(async s => (await forge.callTool(s, "whoami", {})).pid))"#)
+            .await;
+        let pids: Vec<u64> = pids
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_u64().unwrap())
+            .collect();
+        assert!(pids.iter().all(|&p| alive(p)));
+        let Session { client, mut child } = s;
+        match signal {
+            None => drop(client),
+            Some(sig) => {
+                // SAFETY: signals our own child.
+                unsafe { libc::kill(child.id().unwrap() as i32, sig) };
+            }
+        }
+        let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+            .await
+            .expect("the gateway exits")
+            .unwrap();
+        assert!(status.success() || signal.is_some(), "{status}");
+        eventually(Duration::from_secs(10), || async {
+            pids.iter().all(|&p| !alive(p)).then_some(())
+        })
+        .await;
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn sigterm_lets_running_executions_finish() {
+    let dir = scratch("drain");
+    let s = connect(&write_config(&dir, &fixture("faulty", &[]))).await;
+    let pid = s.child.id().unwrap() as i32;
+    let terminate = async {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        // SAFETY: signals our own child.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    };
+    let (r, ()) = tokio::join!(
+        s.call(
+            "execute",
+            r#"async () => (await forge.callTool("faulty", "slow", { ms: 1500 })).slept"#
+        ),
+        terminate
+    );
+    assert_eq!(ok_value(&r), 1500, "the running execution finished");
+    let Session { client, mut child } = s;
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("the gateway exits")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    drop(client);
+}
