@@ -90,6 +90,7 @@ const EXIT_FAILED: u8 = 1;
 
 /// Runs the command line and returns the process's exit status.
 pub fn main() -> ExitCode {
+    no_inherited_fds();
     init_tracing();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -186,6 +187,11 @@ async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode {
     code
 }
 
+/// How long the stdio session may take to write its last answers once it is
+/// cancelled. Answers are small and local; two seconds is ample and bounds
+/// the exit.
+const SESSION_CLOSE: std::time::Duration = std::time::Duration::from_secs(2);
+
 async fn serve_stdio(shared: Arc<Shared>) -> ExitCode {
     use rmcp::ServiceExt;
     let running = match ForgeServer::new(shared.clone())
@@ -199,19 +205,22 @@ async fn serve_stdio(shared: Arc<Shared>) -> ExitCode {
         }
     };
     let cancel = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
     tokio::select! {
-        r = running.waiting() => {
+        r = &mut waiting => {
             tracing::info!("MCP client closed the session: {r:?}");
         }
         _ = terminated() => {
             // Take no new work, let running scripts finish within the
-            // grace period, then end the session (dropping what is left).
+            // grace period, then end the session. rmcp writes the answers of
+            // finished handlers before its session task ends, so wait for it.
             tracing::info!("terminating: letting running executions finish");
             shared.drain().await;
-            // A finished handler's answer is written by the session's own
-            // task; give it a moment to reach the client.
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             cancel.cancel();
+            if tokio::time::timeout(SESSION_CLOSE, &mut waiting).await.is_err() {
+                tracing::warn!("the MCP session did not close within {SESSION_CLOSE:?}");
+            }
         }
     }
     ExitCode::SUCCESS
@@ -274,6 +283,34 @@ async fn serve_http(
         Err(e) => {
             eprintln!("error: the HTTP server failed: {e}");
             ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+/// Marks every file descriptor above stderr that this process inherited
+/// close-on-exec, before any thread or child exists, so downstream servers
+/// inherit nothing but their three pipes (descriptors the gateway opens
+/// itself are close-on-exec already).
+fn no_inherited_fds() {
+    #[cfg(unix)]
+    {
+        let fds: Vec<i32> =
+            match std::fs::read_dir("/proc/self/fd").or_else(|_| std::fs::read_dir("/dev/fd")) {
+                Ok(dir) => dir
+                    .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                    .filter(|&fd| fd > 2)
+                    .collect(),
+                Err(_) => (3..1024).collect(),
+            };
+        for fd in fds {
+            // SAFETY: fcntl on a descriptor number; an invalid one (e.g. the
+            // directory listing's own, now closed) just fails with EBADF.
+            unsafe {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+                    libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+                }
+            }
         }
     }
 }

@@ -124,6 +124,41 @@ pub enum Transport {
     },
 }
 
+/// Whether a header of this name carries credentials: the standard ones
+/// (`Authorization`, `Proxy-Authorization`, `Cookie`) and any name that says
+/// so (`X-API-Key`, `X-Auth-Token`, `Private-Token`, ...). Such headers go only
+/// over https or to a loopback address.
+pub fn carries_credentials(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    matches!(
+        n.as_str(),
+        "authorization" | "proxy-authorization" | "cookie"
+    ) || [
+        "token",
+        "key",
+        "secret",
+        "auth",
+        "password",
+        "session",
+        "credential",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+}
+
+/// Whether `url` points at this machine: `localhost` or a loopback address,
+/// where clear-text HTTP never crosses a network.
+pub fn is_loopback(url: &reqwest::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => {
+            d.eq_ignore_ascii_case("localhost") || d.to_ascii_lowercase().ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
 /// How a group's servers may share data within one execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -419,8 +454,8 @@ fn server(
             }
             let url_span = url.span();
             let url = text(url, key("url"))?;
-            match reqwest::Url::parse(&url) {
-                Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+            let parsed = match reqwest::Url::parse(&url) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") => u,
                 Ok(u) => {
                     return Err(report.at(
                         url_span,
@@ -434,6 +469,14 @@ fn server(
                 Err(e) => {
                     return Err(report.at(url_span, key("url"), format!("not a valid URL: {e}")));
                 }
+            };
+            let in_clear = parsed.scheme() != "https" && !is_loopback(&parsed);
+            if in_clear && (!parsed.username().is_empty() || parsed.password().is_some()) {
+                return Err(report.at(
+                    url_span,
+                    key("url"),
+                    "the URL carries credentials and would send them in clear text; use https:// (or a loopback address)".into(),
+                ));
             }
             let mut headers = BTreeMap::new();
             for (header, value) in raw.headers {
@@ -452,6 +495,16 @@ fn server(
                         span,
                         k,
                         "the value is not a valid HTTP header value (control characters?)".into(),
+                    ));
+                }
+                if in_clear && carries_credentials(&header) {
+                    return Err(report.at(
+                        span,
+                        k,
+                        format!(
+                            "header {header:?} carries credentials and would travel in clear text to {}; use an https:// URL (or a loopback address)",
+                            parsed.host_str().unwrap_or("the server")
+                        ),
                     ));
                 }
                 headers.insert(header, value);

@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::error::ForgeError;
+use crate::error::{ForgeError, clip};
 
 /// Longest server error text passed into a `ForgeError`, in bytes. A stack
 /// dump from a server is noise for a model; the start says what went wrong.
@@ -157,18 +157,6 @@ fn binary_meta(kind: &str, b: &Map<String, Value>, field: &str) -> Value {
     o
 }
 
-/// `text` cut to at most `max` bytes at a char boundary, with a marker.
-pub fn clip(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}… ({} bytes cut)", &text[..cut], text.len() - cut)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,12 +231,5 @@ mod tests {
             blob,
             json!({"type": "blob", "mimeType": "application/octet-stream", "size": 6, "uri": "u"})
         );
-    }
-
-    #[test]
-    fn clip_marks_the_cut() {
-        assert_eq!(clip("abc", 5), "abc");
-        assert_eq!(clip("abcdef", 3), "abc… (3 bytes cut)");
-        assert_eq!(clip("ééé", 3), "é… (4 bytes cut)");
     }
 }

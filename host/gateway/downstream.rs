@@ -22,7 +22,8 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::convert;
-use super::sse::SseTransport;
+use super::limited_http::LimitedHttp;
+use super::sse::{Broken, SseTransport};
 use crate::config::{INHERITED_ENV, ServerConfig, Transport};
 use crate::error::ForgeError;
 
@@ -37,7 +38,7 @@ struct LimitedLines<R> {
     inner: R,
     limit: usize,
     since_newline: usize,
-    broken: Arc<std::sync::Mutex<Option<String>>>,
+    broken: Broken,
 }
 
 impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for LimitedLines<R> {
@@ -140,7 +141,7 @@ pub struct Connection {
     pub instructions: Option<String>,
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
     /// Why the session was torn down by quickforge itself, if it was.
-    broken: Arc<std::sync::Mutex<Option<String>>>,
+    broken: Broken,
     cancel: std::sync::Mutex<Option<rmcp::service::RunningServiceCancellationToken>>,
     child: Option<ChildGuard>,
 }
@@ -165,11 +166,6 @@ impl Connection {
         if let Some(child) = &self.child {
             child.kill();
         }
-    }
-
-    /// The child's process id, for a stdio server.
-    pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().and_then(|c| c.pid)
     }
 
     /// Ends the session politely: closes it (a stdio server sees its stdin
@@ -258,6 +254,7 @@ pub async fn connect(
                 .kill_on_drop(true);
             #[cfg(unix)]
             cmd.process_group(0);
+
             let mut child = cmd
                 .spawn()
                 .map_err(|e| format!("could not start {command:?}: {e}"))?;
@@ -290,6 +287,7 @@ pub async fn connect(
         }
         Transport::Http { url, headers } => {
             let http = http_client()?;
+            let broken = Broken::default();
             let mut custom = HashMap::new();
             let mut header_map = HeaderMap::new();
             for (k, v) in headers {
@@ -300,25 +298,33 @@ pub async fn connect(
                 header_map.insert(name, value);
             }
             let streamable = StreamableHttpClientTransport::with_client(
-                http.clone(),
+                LimitedHttp::new(http.clone(), broken.clone()),
                 StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(custom)
-                    .reinit_on_expired_session(true),
+                    .reinit_on_expired_session(true)
+                    .max_sse_event_size(config.max_response_bytes),
             );
             match handler.clone().serve(streamable).await {
-                Ok(service) => Ok(finish(service, None, Arc::default())),
+                Ok(service) => Ok(finish(service, None, broken.clone())),
                 Err(e) if refuses_streamable_http(&e) => {
                     tracing::info!(server = %config.name, "no streamable HTTP ({e}); trying legacy HTTP+SSE");
-                    let sse = SseTransport::connect(http, url, header_map, &config.name)
-                        .await
-                        .map_err(|sse| {
-                            format!("neither streamable HTTP ({e}) nor HTTP+SSE ({sse}) worked")
-                        })?;
+                    let sse = SseTransport::connect(
+                        http,
+                        url,
+                        header_map,
+                        &config.name,
+                        config.max_response_bytes,
+                        broken.clone(),
+                    )
+                    .await
+                    .map_err(|sse| {
+                        format!("neither streamable HTTP ({e}) nor HTTP+SSE ({sse}) worked")
+                    })?;
                     let service = handler
                         .serve(sse)
                         .await
                         .map_err(|e| format!("MCP handshake over HTTP+SSE failed: {e}"))?;
-                    Ok(finish(service, None, Arc::default()))
+                    Ok(finish(service, None, broken))
                 }
                 Err(e) => Err(format!("MCP handshake over streamable HTTP failed: {e}")),
             }
@@ -329,7 +335,7 @@ pub async fn connect(
 fn finish(
     service: RunningService<RoleClient, Handler>,
     child: Option<ChildGuard>,
-    broken: Arc<std::sync::Mutex<Option<String>>>,
+    broken: Broken,
 ) -> Connection {
     let instructions = service.peer_info().and_then(|i| i.instructions.clone());
     Connection {
@@ -351,6 +357,9 @@ fn http_client() -> Result<reqwest::Client, String> {
     });
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
+        // A redirect could carry the configured credentials to another
+        // host; MCP endpoints have no reason to redirect.
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| format!("could not build an HTTP client: {e}"))
 }
@@ -373,18 +382,45 @@ fn refuses_streamable_http(err: &rmcp::service::ClientInitializeError) -> bool {
     }
 }
 
+/// Stderr lines per second a server may put into the gateway's log, and the
+/// burst above that rate. A server's start-up banner and an occasional stack
+/// trace fit; a server writing in a tight loop would otherwise drown the
+/// gateway's own log and cost it CPU. Lines over the rate are counted and
+/// reported, not kept.
+pub const STDERR_LINES_PER_SEC: u32 = 50;
+/// See [`STDERR_LINES_PER_SEC`].
+pub const STDERR_BURST: u32 = 200;
+
 /// Copies a server's stderr into the gateway's log, line by line, each line
-/// cut at [`MAX_STDERR_LINE`] bytes so a chatty server cannot grow memory.
+/// cut at [`MAX_STDERR_LINE`] bytes and the rate held to
+/// [`STDERR_LINES_PER_SEC`], so a chatty server can grow neither memory nor
+/// the log. The pipe is always read to the end, so the server never blocks
+/// on a full pipe.
 async fn drain_stderr(server: String, stderr: tokio::process::ChildStderr) {
-    let mut reader = BufReader::new(stderr);
-    let mut line: Vec<u8> = Vec::new();
-    let emit = |line: &[u8]| {
+    use governor::{Quota, RateLimiter};
+    use std::num::NonZeroU32;
+    let quota = Quota::per_second(NonZeroU32::new(STDERR_LINES_PER_SEC).unwrap_or(NonZeroU32::MIN))
+        .allow_burst(NonZeroU32::new(STDERR_BURST).unwrap_or(NonZeroU32::MIN));
+    let limiter = RateLimiter::direct(quota);
+    let mut dropped: u64 = 0;
+    let mut emit = |line: &[u8]| {
         let text = String::from_utf8_lossy(line);
         let text = text.trim_end();
-        if !text.is_empty() {
-            tracing::info!(target: "quickforge::downstream", server = %server, "{text}");
+        if text.is_empty() {
+            return;
         }
+        if limiter.check().is_err() {
+            dropped += 1;
+            return;
+        }
+        if dropped > 0 {
+            tracing::warn!(target: "quickforge::downstream", server = %server, "{dropped} stderr lines dropped (over {STDERR_LINES_PER_SEC} lines/s)");
+            dropped = 0;
+        }
+        tracing::info!(target: "quickforge::downstream", server = %server, "{text}");
     };
+    let mut reader = BufReader::new(stderr);
+    let mut line: Vec<u8> = Vec::new();
     loop {
         let buf = match reader.fill_buf().await {
             Ok(buf) if !buf.is_empty() => buf,
@@ -402,6 +438,9 @@ async fn drain_stderr(server: String, stderr: tokio::process::ChildStderr) {
         }
     }
     emit(&line);
+    if dropped > 0 {
+        tracing::warn!(target: "quickforge::downstream", server = %server, "{dropped} stderr lines dropped (over {STDERR_LINES_PER_SEC} lines/s)");
+    }
 }
 
 /// Sends `tools/call` and converts the result.
@@ -501,7 +540,7 @@ pub fn service_error(server: &str, timeout: Duration, e: ServiceError) -> ForgeE
             "DOWNSTREAM_ERROR",
             format!(
                 "server {server:?} refused the request: {} (JSON-RPC error {})",
-                convert::clip(&data.message, convert::MAX_ERROR_TEXT),
+                crate::error::clip(&data.message, convert::MAX_ERROR_TEXT),
                 data.code.0
             ),
         ),

@@ -14,6 +14,7 @@
 pub mod breaker;
 pub mod convert;
 mod downstream;
+mod limited_http;
 mod sse;
 
 use std::collections::BTreeMap;
@@ -92,6 +93,9 @@ pub struct Gateway {
     refresh: Arc<RefreshQueue>,
     /// Servers still in their first connection attempt.
     pending: watch::Sender<usize>,
+    /// Set once `pending` reached zero: executions after start-up skip the
+    /// watch channel altogether.
+    started: std::sync::atomic::AtomicBool,
     shutdown: CancellationToken,
 }
 
@@ -114,6 +118,7 @@ impl Gateway {
             manifest: ArcSwap::from_pointee(manifest),
             refresh: refresh.clone(),
             pending,
+            started: std::sync::atomic::AtomicBool::new(false),
             shutdown: CancellationToken::new(),
         });
         let permits = Arc::new(Semaphore::new(MAX_PARALLEL_CONNECTS));
@@ -157,8 +162,14 @@ impl Gateway {
     /// Waits until every server has finished its first connection attempt,
     /// or `limit` passes.
     pub async fn wait_started(&self, limit: Duration) {
+        use std::sync::atomic::Ordering;
+        if self.started.load(Ordering::Acquire) {
+            return;
+        }
         let mut rx = self.pending.subscribe();
-        let _ = tokio::time::timeout(limit, rx.wait_for(|&n| n == 0)).await;
+        if let Ok(Ok(_)) = tokio::time::timeout(limit, rx.wait_for(|&n| n == 0)).await {
+            self.started.store(true, Ordering::Release);
+        }
     }
 
     /// Lists every connected server's tools and resources again.

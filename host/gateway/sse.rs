@@ -22,6 +22,9 @@ use tokio::task::JoinHandle;
 /// the gateway's memory.
 const CHANNEL: usize = 64;
 
+/// Why quickforge reset a session itself, shared with its connection.
+pub type Broken = std::sync::Arc<std::sync::Mutex<Option<String>>>;
+
 /// Longest error body quoted from a failed request.
 const MAX_BODY: usize = 512;
 
@@ -52,11 +55,53 @@ async fn success(resp: reqwest::Response) -> Result<reqwest::Response, SseError>
     if status.is_success() {
         return Ok(resp);
     }
-    let body = resp.text().await.unwrap_or_default();
+    // Read no more of the body than is quoted: an error page can be huge.
+    let mut body = Vec::new();
+    let mut chunks = resp.bytes_stream();
+    while let Some(Ok(chunk)) = chunks.next().await {
+        body.extend_from_slice(&chunk);
+        if body.len() > MAX_BODY {
+            break;
+        }
+    }
     Err(SseError::Status(
         status,
-        super::convert::clip(&body, MAX_BODY),
+        crate::error::clip(&String::from_utf8_lossy(&body), MAX_BODY),
     ))
+}
+
+/// `stream` failing as soon as one event (the bytes between blank lines)
+/// grows past `limit` bytes, before the event parser buffers it whole. The
+/// reason is also left in `broken`, so calls name the limit.
+fn bounded_events(
+    stream: impl futures_util::Stream<Item = reqwest::Result<bytes::Bytes>>,
+    limit: usize,
+    broken: Broken,
+) -> impl futures_util::Stream<Item = Result<bytes::Bytes, std::io::Error>> {
+    let mut since_blank = 0usize;
+    let mut at_line_start = false;
+    stream.map(move |chunk| {
+        let chunk = chunk.map_err(std::io::Error::other)?;
+        for &b in chunk.iter() {
+            match b {
+                b'\n' if at_line_start => since_blank = 0,
+                b'\n' => at_line_start = true,
+                b'\r' => {}
+                _ => {
+                    at_line_start = false;
+                    since_blank += 1;
+                    if since_blank > limit {
+                        let why = format!(
+                            "the server sent a message larger than its limit of {limit} bytes (max_response_mb); the session was reset"
+                        );
+                        *broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(why.clone());
+                        return Err(std::io::Error::other(why));
+                    }
+                }
+            }
+        }
+        Ok(chunk)
+    })
 }
 
 /// A connected legacy SSE session.
@@ -75,6 +120,8 @@ impl SseTransport {
         url: &str,
         headers: HeaderMap,
         server: &str,
+        max_event: usize,
+        broken: Broken,
     ) -> Result<SseTransport, SseError> {
         let resp = http
             .get(url)
@@ -84,7 +131,8 @@ impl SseTransport {
             .await?;
         let resp = success(resp).await?;
         let base = resp.url().clone();
-        let mut events = SseStream::from_bytes_stream(resp.bytes_stream());
+        let mut events =
+            SseStream::from_bytes_stream(bounded_events(resp.bytes_stream(), max_event, broken));
         let endpoint = loop {
             match events.next().await {
                 Some(Ok(event)) if event.event.as_deref() == Some("endpoint") => {

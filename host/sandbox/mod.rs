@@ -442,19 +442,12 @@ const MAX_MESSAGE: usize = 4 * 1024;
 /// Longest stack handed to the client, in bytes.
 const MAX_STACK: usize = 8 * 1024;
 
-/// `text` cut to at most `max` bytes at a character boundary, with a marker.
-fn bounded(mut text: String, max: usize) -> String {
+fn bounded(text: String, max: usize) -> String {
     if text.len() <= max {
-        return text;
+        text
+    } else {
+        crate::error::clip(&text, max)
     }
-    let total = text.len();
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    text.truncate(cut);
-    text.push_str(&format!("… [{} more bytes cut]", total - cut));
-    text
 }
 
 /// Parses the guest's JSON. QuickJS escapes lone surrogates (`"\ud800"`),

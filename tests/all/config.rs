@@ -275,3 +275,41 @@ fn the_example_config_documents_every_key_and_loads() {
         );
     }
 }
+
+#[test]
+fn credentials_travel_only_over_https_or_to_loopback() {
+    let e = error(
+        "[servers.api]\nurl = \"http://api.example.com/mcp\"\nheaders = { Authorization = \"Bearer x\" }\n",
+    );
+    assert!(
+        e.contains(":3")
+            && e.contains("servers.api.headers.Authorization")
+            && e.contains("clear text to api.example.com")
+            && e.contains("https://"),
+        "{e}"
+    );
+    let e = error(
+        "[servers.api]\nurl = \"http://10.0.0.8:9000/mcp\"\n[servers.api.headers]\nX-API-Key = \"k\"\n",
+    );
+    assert!(e.contains("servers.api.headers.X-API-Key"), "{e}");
+    let e = error("[servers.api]\nurl = \"http://user:pw@api.example.com/mcp\"\n");
+    assert!(
+        e.contains("servers.api.url") && e.contains("credentials"),
+        "{e}"
+    );
+    // Over https, to loopback, or without credentials: accepted.
+    for ok in [
+        "url = \"https://api.example.com/mcp\"\nheaders = { Authorization = \"Bearer x\" }",
+        "url = \"http://127.0.0.1:8080/mcp\"\nheaders = { Authorization = \"Bearer x\" }",
+        "url = \"http://[::1]:8080/mcp\"\nheaders = { Cookie = \"a=b\" }",
+        "url = \"http://localhost:8080/mcp\"\nheaders = { X-Auth-Token = \"t\" }",
+        "url = \"http://api.example.com/mcp\"\nheaders = { Accept-Language = \"en\" }",
+    ] {
+        parse(&format!("[servers.api]\n{ok}\n")).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+    // Header values cannot smuggle a second header.
+    let e = error(
+        "[servers.api]\nurl = \"https://api.example.com/mcp\"\nheaders = { X-Trace = \"a\\r\\nX-Evil: 1\" }\n",
+    );
+    assert!(e.contains("not a valid HTTP header value"), "{e}");
+}

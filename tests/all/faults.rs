@@ -323,3 +323,169 @@ async fn sigterm_lets_running_executions_finish() {
     assert!(status.success(), "{status}");
     drop(client);
 }
+
+#[tokio::test]
+async fn a_stderr_flood_is_rate_bounded_in_the_log() {
+    let dir = scratch("stderr");
+    let log = dir.join("gateway.log");
+    let s = connect_logging_to(
+        quickforge_cmd(Some(&write_config(&dir, &config("")))),
+        std::fs::File::create(&log).unwrap().into(),
+    )
+    .await;
+    let v = s
+        .execute(r#"async () => (await forge.callTool("faulty", "stderr_flood", { count: 20000 })).wrote"#)
+        .await;
+    assert_eq!(v, 20000);
+    healthy(&s).await;
+    // Closing stdin ends the gateway, which ends the fixture: its stderr
+    // reaches EOF and the drop count is reported.
+    let Session { client, mut child } = s;
+    drop(client);
+    tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("the gateway exits")
+        .unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let kept = text.lines().filter(|l| l.contains("noise ")).count();
+    assert!(kept >= 100, "the first lines are kept: {kept}");
+    assert!(
+        kept < 2000,
+        "a flood is not copied whole: {kept} of 20000 lines kept"
+    );
+    let dropped: u64 = text
+        .lines()
+        .filter(|l| l.contains("stderr lines dropped"))
+        .filter_map(|l| l.split_whitespace().find_map(|w| w.parse::<u64>().ok()))
+        .sum();
+    assert_eq!(
+        dropped as usize + kept,
+        20000,
+        "every line is either kept or counted as dropped"
+    );
+}
+
+/// Starts the fixture serving `mode` (`--http` for streamable HTTP, `--sse`
+/// for legacy HTTP+SSE) on a free port.
+async fn fixture_http(mode: &str) -> (tokio::process::Child, u16) {
+    use tokio::io::AsyncBufReadExt;
+    install_servers();
+    let mut child = tokio::process::Command::new("node")
+        .arg(servers_dir().join("fixture.mjs"))
+        .args([mode, "0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let port = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(port) = line.strip_prefix("fixture: listening on ") {
+                return port.trim().parse::<u16>().unwrap();
+            }
+        }
+        panic!("the fixture exited before listening");
+    })
+    .await
+    .expect("the fixture listens in time");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, port)
+}
+
+#[tokio::test]
+async fn an_expired_http_session_is_initialized_again() {
+    let (_fixture, port) = fixture_http("--http").await;
+    let dir = scratch("expiry");
+    let s = connect(&write_config(
+        &dir,
+        &format!(
+            "[servers.remote]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout_secs = 20\n\n{}",
+            everything()
+        ),
+    ))
+    .await;
+    let before = s
+        .execute(r#"async () => (await forge.callTool("remote", "stats", {})).initialized"#)
+        .await;
+    let v = s
+        .execute(r#"async () => (await forge.callTool("remote", "expire_sessions", {})).expired"#)
+        .await;
+    assert!(v.as_u64().unwrap() >= 1, "the fixture had a session: {v}");
+    // The next call meets a 404 for its session, and the gateway
+    // initializes a new one; calls go on succeeding.
+    let after = eventually(Duration::from_secs(30), || async {
+        let r = s
+            .call(
+                "execute",
+                r#"async () => (await forge.callTool("remote", "stats", {})).initialized"#,
+            )
+            .await;
+        (r.is_error != Some(true)).then(|| ok_value(&r))
+    })
+    .await;
+    assert_eq!(
+        after.as_u64().unwrap(),
+        before.as_u64().unwrap() + 1,
+        "one new session"
+    );
+    let pid = s
+        .execute(r#"async () => typeof (await forge.callTool("remote", "whoami", {})).pid"#)
+        .await;
+    assert_eq!(pid, "number");
+    healthy(&s).await;
+}
+
+/// Over streamable HTTP (`/mcp`) or legacy HTTP+SSE (`/sse`), an answer
+/// over `max_response_mb` fails naming the limit, and the server serves
+/// again once the gateway has reconnected.
+async fn oversized_over(mode: &str, url: &str) {
+    let (_fixture, port) = fixture_http(mode).await;
+    let dir = scratch("httpbig");
+    let transport = if mode == "--sse" {
+        "transport = \"sse\"\n"
+    } else {
+        ""
+    };
+    let s = connect(&write_config(
+        &dir,
+        &format!(
+            "[sandbox]\ntimeout_secs = 60\n\n[servers.remote]\n{transport}url = \"http://127.0.0.1:{port}{url}\"\ntimeout_secs = 30\nmax_response_mb = 1\n\n{}",
+            everything()
+        ),
+    ))
+    .await;
+    let e = s
+        .execute_err(r#"async () => forge.callTool("remote", "big", { mb: 4 })"#)
+        .await;
+    assert_eq!(e["forge"]["code"], "RESPONSE_TOO_LARGE", "{e:#}");
+    assert!(
+        e["forge"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("limit of 1048576 bytes (max_response_mb)"),
+        "{e:#}"
+    );
+    healthy(&s).await;
+    let v = eventually(Duration::from_secs(30), || async {
+        let r = s
+            .call(
+                "execute",
+                r#"async () => (await forge.callTool("remote", "slow", { ms: 1 })).slept"#,
+            )
+            .await;
+        (r.is_error != Some(true)).then(|| ok_value(&r))
+    })
+    .await;
+    assert_eq!(v, 1, "the server serves again after the oversized answer");
+}
+
+#[tokio::test]
+async fn an_oversized_streamable_http_answer_fails_with_the_limit() {
+    oversized_over("--http", "/mcp").await;
+}
+
+#[tokio::test]
+async fn an_oversized_legacy_sse_answer_fails_with_the_limit() {
+    oversized_over("--sse", "/sse").await;
+}

@@ -316,6 +316,50 @@ async fn stdio_children_get_a_minimal_environment() {
     assert!(!keys.contains(&"CARGO_MANIFEST_DIR"), "{keys:?}");
 }
 
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn stdio_children_inherit_no_file_descriptors() {
+    use std::os::fd::AsRawFd;
+    let dir = scratch("fds");
+    let marker = dir.join("inherited-marker");
+    let file = std::fs::File::create(&marker).unwrap();
+    let raw = file.as_raw_fd();
+    let mut cmd = quickforge_cmd(Some(&write_config(&dir, &fixture("fdcheck", &[]))));
+    // The gateway inherits the marker as descriptor 7, without
+    // close-on-exec, as a careless parent would hand it over.
+    // SAFETY: dup2 is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(raw, 7) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let s = connect_with(cmd).await;
+    let gateway_fd = std::fs::read_link(format!("/proc/{}/fd/7", s.child.id().unwrap()));
+    assert_eq!(
+        gateway_fd.ok().as_deref(),
+        Some(marker.as_path()),
+        "the gateway has it"
+    );
+    let fds = s
+        .execute(r#"async () => (await forge.callTool("fdcheck", "whoami", {})).fds"#)
+        .await;
+    let fds: Vec<&str> = fds
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f.as_str())
+        .collect();
+    assert!(!fds.is_empty(), "the fixture listed its descriptors");
+    assert!(
+        !fds.iter().any(|f| f.contains("inherited-marker")),
+        "the server did not inherit it: {fds:?}"
+    );
+    drop(file);
+}
+
 #[tokio::test]
 async fn large_results_are_cut_with_a_marker() {
     let dir = scratch("cut");

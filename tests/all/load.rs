@@ -47,15 +47,49 @@ fn children(pid: u32) -> usize {
         .count()
 }
 
-const SCRIPTS: &[&str] = &[
-    r#"async () => forge.callTool("everything", "echo", { message: "hi" })"#,
-    r#"async () => (await forge.callTool("faulty", "slow", { ms: 20 })).slept"#,
-    r#"async () => forge.callTool("faulty", "fail", {})"#,
-    r#"async () => forge.callTool("faulty", "hang", {})"#,
-    r#"async () => Promise.all([forge.callTool("everything", "get-sum", { a: 1, b: 2 }), forge.callTool("faulty", "whoami", {})])"#,
-    r#"async () => { let s = 0; for (let i = 0; i < 20000; i++) s += i; return s; }"#,
-    r#"async () => forge.callTool("nope", "x", {})"#,
-    r#"async () => manifest.servers.length"#,
+/// The mix: a label, the script, and the outcome it must have whatever the
+/// faulty server does (`None`: any value or typed error).
+const SCRIPTS: &[(&str, &str, Option<&str>)] = &[
+    (
+        "echo",
+        r#"async () => forge.callTool("everything", "echo", { message: "hi" })"#,
+        Some("ok"),
+    ),
+    (
+        "slow",
+        r#"async () => (await forge.callTool("faulty", "slow", { ms: 20 })).slept"#,
+        None,
+    ),
+    (
+        "fail",
+        r#"async () => forge.callTool("faulty", "fail", {})"#,
+        None,
+    ),
+    (
+        "hang",
+        r#"async () => forge.callTool("faulty", "hang", {})"#,
+        None,
+    ),
+    (
+        "both",
+        r#"async () => Promise.all([forge.callTool("everything", "get-sum", { a: 1, b: 2 }), forge.callTool("faulty", "whoami", {})])"#,
+        None,
+    ),
+    (
+        "compute",
+        r#"async () => { let s = 0; for (let i = 0; i < 20000; i++) s += i; return s; }"#,
+        Some("ok"),
+    ),
+    (
+        "unknown",
+        r#"async () => forge.callTool("nope", "x", {})"#,
+        Some("thrown/SERVER_NOT_FOUND"),
+    ),
+    (
+        "manifest",
+        r#"async () => manifest.servers.length"#,
+        Some("ok"),
+    ),
 ];
 
 #[cfg(target_os = "linux")]
@@ -72,13 +106,16 @@ async fn a_thousand_executions_a_hundred_at_a_time() {
     let run = |n: usize| {
         let s = s.clone();
         async move {
-            let code = SCRIPTS[n % SCRIPTS.len()];
+            let (label, code, _) = SCRIPTS[n % SCRIPTS.len()];
             // One crash in the mix: the faulty server dies under load and
             // comes back.
-            let code = if n == 500 {
-                r#"async () => forge.callTool("faulty", "crash", {})"#
+            let (label, code) = if n == 500 {
+                (
+                    "crash",
+                    r#"async () => forge.callTool("faulty", "crash", {})"#,
+                )
             } else {
-                code
+                (label, code)
             };
             let mut args = serde_json::Map::new();
             args.insert("code".into(), Value::String(code.into()));
@@ -88,7 +125,7 @@ async fn a_thousand_executions_a_hundred_at_a_time() {
                 .await
                 .expect("every execution gets an answer");
             let structured = r.structured_content.unwrap_or(Value::Null);
-            if r.is_error == Some(true) {
+            let outcome = if r.is_error == Some(true) {
                 let e = &structured["error"];
                 let kind = e["kind"].as_str().expect("a typed error").to_string();
                 match e["forge"]["code"].as_str() {
@@ -98,13 +135,14 @@ async fn a_thousand_executions_a_hundred_at_a_time() {
             } else {
                 assert!(structured.get("result").is_some(), "a value");
                 "ok".to_string()
-            }
+            };
+            (label, outcome)
         }
     };
     let batch = |range: std::ops::Range<usize>| {
         let run = &run;
         async move {
-            let mut outcomes = BTreeMap::<String, usize>::new();
+            let mut outcomes = BTreeMap::<(&str, String), usize>::new();
             let mut all = futures_util::stream::iter(range.map(run)).buffer_unordered(100);
             use futures_util::StreamExt;
             while let Some(o) = all.next().await {
@@ -135,16 +173,30 @@ async fn a_thousand_executions_a_hundred_at_a_time() {
         elapsed.as_secs_f64(),
         (rss1 as f64 - rss0 as f64) * 100.0 / rss0 as f64
     );
-    assert!(
-        outcomes.get("ok").copied().unwrap_or(0) > 500,
-        "{outcomes:?}"
-    );
-    assert!(
-        outcomes
-            .keys()
-            .all(|k| k == "ok" || k.starts_with("thrown/")),
-        "only values and typed script errors: {outcomes:?}"
-    );
+    for (&(label, ref outcome), n) in &outcomes {
+        assert!(
+            outcome == "ok" || outcome.starts_with("thrown/"),
+            "{label}: only values and typed script errors, got {n} x {outcome}: {outcomes:?}"
+        );
+        if let Some((_, _, Some(expected))) = SCRIPTS.iter().find(|s| s.0 == label) {
+            assert_eq!(
+                outcome, expected,
+                "{label} does not touch the faulty server: {outcomes:?}"
+            );
+        }
+    }
+    // The crashed server is back and serves again.
+    let back = eventually(Duration::from_secs(30), || async {
+        let r = s
+            .call(
+                "execute",
+                r#"async () => (await forge.callTool("faulty", "slow", { ms: 1 })).slept"#,
+            )
+            .await;
+        (r.is_error != Some(true)).then(|| ok_value(&r))
+    })
+    .await;
+    assert_eq!(back, 1);
     assert!(
         rss1 <= rss0 + rss0 / 10,
         "resident memory {rss0} KiB -> {rss1} KiB"

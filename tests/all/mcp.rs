@@ -136,12 +136,18 @@ pub async fn connect(config: &Path) -> Session {
 }
 
 /// Starts `cmd` (a `quickforge serve` command) and initializes.
-pub async fn connect_with(mut cmd: tokio::process::Command) -> Session {
+pub async fn connect_with(cmd: tokio::process::Command) -> Session {
+    connect_logging_to(cmd, Stdio::inherit()).await
+}
+
+/// Starts `cmd` (a `quickforge serve` command) with its log (stderr) going
+/// to `log`, and initializes.
+pub async fn connect_logging_to(mut cmd: tokio::process::Command, log: Stdio) -> Session {
     let mut child = cmd
         .arg("serve")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(log)
         .spawn()
         .expect("the quickforge binary starts");
     let stdout = child.stdout.take().unwrap();

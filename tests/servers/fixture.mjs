@@ -3,7 +3,11 @@
 // cannot be told to: change its tool list at run time, hang, crash, flood,
 // lie, serve hundreds of tools. It is the fault-injection server.
 //
-//   node fixture.mjs [--tools N] [--exit-at-startup]
+//   node fixture.mjs [--tools N] [--exit-at-startup] [--http PORT | --sse PORT]
+//
+// With --http it serves streamable HTTP at http://127.0.0.1:PORT/mcp, one
+// session per client, instead of stdio; with --sse, the legacy HTTP+SSE
+// transport at http://127.0.0.1:PORT/sse.
 //
 // Tools:
 //   add_tool {name, quiet?}  registers a new tool `name` and, unless quiet,
@@ -16,10 +20,20 @@
 //   flood {count}     sends `count` notifications (list_changed and log
 //                     messages), then answers
 //   fail              answers with an isError result
-//   whoami            the process id and the environment keys it sees
+//   stderr_flood {count}  writes `count` lines to stderr, then answers
+//   whoami            the process id, the environment keys it sees and where
+//                     its open file descriptors point
+//   expire_sessions   (HTTP) forgets every session after answering, so the
+//                     next request with an old session id gets 404
+//   stats             how many sessions were initialized so far
 //   tool_<i>          with --tools N: N synthetic tools with realistic schemas
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { createServer } from "node:http";
+import { randomUUID } from "node:crypto";
+import { readdirSync, readlinkSync } from "node:fs";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const args = process.argv.slice(2);
@@ -59,6 +73,13 @@ const tools = [
   },
   { name: "fail", description: "Answer with an error result", inputSchema: { type: "object", properties: {} } },
   {
+    name: "stderr_flood",
+    description: "Write many lines to stderr, then answer",
+    inputSchema: { type: "object", properties: { count: { type: "integer" } }, required: ["count"] },
+  },
+  { name: "expire_sessions", description: "Forget every HTTP session", inputSchema: { type: "object", properties: {} } },
+  { name: "stats", description: "Count the sessions initialized so far", inputSchema: { type: "object", properties: {} } },
+  {
     name: "whoami",
     description: "Report the process id and the names of the environment variables this server sees",
     inputSchema: { type: "object", properties: {} },
@@ -87,51 +108,130 @@ for (let i = 0; i < count; i++) {
   });
 }
 
-const server = new Server(
-  { name: "quickforge-fixture", version: "1.0.0" },
-  { capabilities: { tools: { listChanged: true }, logging: {} } },
-);
-
-server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
-
-server.setRequestHandler(CallToolRequestSchema, async (request) => {
-  const { name, arguments: a = {} } = request.params;
-  const text = (value) => ({ content: [{ type: "text", text: JSON.stringify(value) }] });
-  switch (name) {
-    case "add_tool":
-      tools.push({
-        name: a.name,
-        description: `Added at run time: ${a.name}`,
-        inputSchema: { type: "object", properties: {} },
-      });
-      if (!a.quiet) await server.sendToolListChanged();
-      return text({ added: a.name, tools: tools.length });
-    case "crash":
-      process.exit(a.code ?? 1);
-    case "slow":
-      await new Promise((r) => setTimeout(r, a.ms));
-      return text({ slept: a.ms });
-    case "hang":
-      return new Promise(() => {});
-    case "big":
-      return text("x".repeat(Math.floor(a.mb * 1024 * 1024)));
-    case "malformed":
-      process.stdout.write("this is {not json-rpc\n");
-      return new Promise(() => {});
-    case "flood":
-      for (let i = 0; i < a.count; i++) {
-        server.notification({ method: "notifications/message", params: { level: "info", data: `flood ${i}` } }).catch(() => {});
-        if (i % 10 === 0) server.sendToolListChanged().catch(() => {});
+// Where each of this process's file descriptors points (Linux).
+function openFiles() {
+  try {
+    return readdirSync("/proc/self/fd").map((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`);
+      } catch {
+        return null;
       }
-      return text({ flooded: a.count });
-    case "fail":
-      return { isError: true, content: [{ type: "text", text: "the fixture failed on purpose" }] };
-    case "whoami":
-      return text({ pid: process.pid, env: Object.keys(process.env).sort() });
-    default:
-      if (tools.some((t) => t.name === name)) return text({ tool: name, args: a });
-      return { isError: true, content: [{ type: "text", text: `unknown tool ${name}` }] };
+    });
+  } catch {
+    return [];
   }
-});
+}
 
-await server.connect(new StdioServerTransport());
+const sessions = new Map();
+let initialized = 0;
+
+// One SDK Server per session: a Server speaks to a single transport.
+function makeServer() {
+  const server = new Server(
+    { name: "quickforge-fixture", version: "1.0.0" },
+    { capabilities: { tools: { listChanged: true }, logging: {} } },
+  );
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const { name, arguments: a = {} } = request.params;
+    const text = (value) => ({ content: [{ type: "text", text: JSON.stringify(value) }] });
+    switch (name) {
+      case "add_tool":
+        tools.push({
+          name: a.name,
+          description: `Added at run time: ${a.name}`,
+          inputSchema: { type: "object", properties: {} },
+        });
+        if (!a.quiet) await server.sendToolListChanged();
+        return text({ added: a.name, tools: tools.length });
+      case "crash":
+        process.exit(a.code ?? 1);
+      case "slow":
+        await new Promise((r) => setTimeout(r, a.ms));
+        return text({ slept: a.ms });
+      case "hang":
+        return new Promise(() => {});
+      case "big":
+        return text("x".repeat(Math.floor(a.mb * 1024 * 1024)));
+      case "malformed":
+        process.stdout.write("this is {not json-rpc\n");
+        return new Promise(() => {});
+      case "flood":
+        for (let i = 0; i < a.count; i++) {
+          server.notification({ method: "notifications/message", params: { level: "info", data: `flood ${i}` } }).catch(() => {});
+          if (i % 10 === 0) server.sendToolListChanged().catch(() => {});
+        }
+        return text({ flooded: a.count });
+      case "fail":
+        return { isError: true, content: [{ type: "text", text: "the fixture failed on purpose" }] };
+      case "stderr_flood":
+        for (let i = 0; i < a.count; i++) process.stderr.write(`noise ${i}\n`);
+        return text({ wrote: a.count });
+      case "expire_sessions":
+        setImmediate(() => sessions.clear());
+        return text({ expired: sessions.size });
+      case "stats":
+        return text({ initialized });
+      case "whoami":
+        return text({ pid: process.pid, env: Object.keys(process.env).sort(), fds: openFiles() });
+      default:
+        if (tools.some((t) => t.name === name)) return text({ tool: name, args: a });
+        return { isError: true, content: [{ type: "text", text: `unknown tool ${name}` }] };
+    }
+  });
+  return server;
+}
+
+if (args.includes("--http")) {
+  const port = Number(args[args.indexOf("--http") + 1]);
+  const http = createServer(async (req, res) => {
+    const sid = req.headers["mcp-session-id"];
+    let transport = sid ? sessions.get(sid) : undefined;
+    if (sid && !transport) {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null }));
+      return;
+    }
+    if (!transport) {
+      transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          initialized++;
+          sessions.set(id, transport);
+        },
+      });
+      await makeServer().connect(transport);
+    }
+    await transport.handleRequest(req, res);
+  });
+  http.listen(port, "127.0.0.1", () => console.error(`fixture: listening on ${http.address().port}`));
+} else if (args.includes("--sse")) {
+  const port = Number(args[args.indexOf("--sse") + 1]);
+  const legacy = new Map();
+  const http = createServer(async (req, res) => {
+    const url = new URL(req.url, "http://localhost");
+    if (req.method === "GET" && url.pathname === "/sse") {
+      const transport = new SSEServerTransport("/messages", res);
+      legacy.set(transport.sessionId, transport);
+      res.on("close", () => legacy.delete(transport.sessionId));
+      initialized++;
+      await makeServer().connect(transport);
+    } else if (req.method === "POST" && url.pathname === "/messages") {
+      const transport = legacy.get(url.searchParams.get("sessionId"));
+      if (!transport) {
+        res.writeHead(404).end("no such session");
+        return;
+      }
+      await transport.handlePostMessage(req, res);
+    } else {
+      res.writeHead(404).end("not found");
+    }
+  });
+  http.listen(port, "127.0.0.1", () => console.error(`fixture: listening on ${http.address().port}`));
+} else {
+  initialized = 1;
+  await makeServer().connect(new StdioServerTransport());
+}
