@@ -152,11 +152,11 @@ async fn start(config: &Config) -> Result<Arc<Shared>, ExitCode> {
             return Err(ExitCode::from(EXIT_USAGE));
         }
     };
-    Ok(Arc::new(Shared::new(
-        sandbox,
-        Gateway::start(config),
-        config.stash.clone(),
-    )))
+    Ok(Arc::new(
+        Shared::new(sandbox, Gateway::start(config), config.stash.clone())
+            .with_rate_limit(config.executions_per_minute)
+            .with_validation(config.validate),
+    ))
 }
 
 async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode {
@@ -695,12 +695,29 @@ async fn tokens(config: Option<PathBuf>, as_json: bool) -> ExitCode {
 
 /// Logs go to stderr (stdout belongs to the MCP protocol or the result).
 /// `QUICKFORGE_LOG` (or `RUST_LOG`) sets the filter; default `warn`.
+/// The log's writer: stderr, with every formatted event redacted (the fmt
+/// layer writes each event in one call), so secrets in downstream errors and
+/// stderr lines never reach the log either.
+struct RedactingStderr;
+
+impl std::io::Write for RedactingStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        std::io::stderr().write_all(crate::redact::redact(&text).text.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
 fn init_tracing() {
     let filter = std::env::var("QUICKFORGE_LOG")
         .or_else(|_| std::env::var("RUST_LOG"))
         .unwrap_or_else(|_| "warn".into());
     let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| RedactingStderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .try_init();

@@ -35,6 +35,13 @@ pub trait Dispatcher: Send + Sync + 'static {
 
     /// Reads `uri` from `server`.
     fn read_resource(&self, server: &str, uri: &str) -> BoxFuture<Result<Value, ForgeError>>;
+
+    /// The stash space of this execution: the strict server group its calls
+    /// have locked it to, if any (see [`crate::stash`]). The default has no
+    /// groups.
+    fn stash_space(&self) -> Option<std::sync::Arc<str>> {
+        None
+    }
 }
 
 /// Read-only access to the manifest of downstream servers and tools.

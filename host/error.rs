@@ -38,6 +38,11 @@ pub enum ErrorKind {
     NeverSettled,
     /// Every execution slot stayed busy for `max_queue_wait_ms`.
     Busy,
+    /// Over `max_executions_per_minute`; the message says when to retry.
+    RateLimited,
+    /// The validator refused the code before it ran; the message names the
+    /// rule, the line and column, and the offending text.
+    Validation,
     /// A fault of quickforge itself, not of the script.
     Internal,
 }
@@ -59,13 +64,15 @@ impl ErrorKind {
             ErrorKind::ToolCallBudget => "tool_call_budget",
             ErrorKind::NeverSettled => "never_settled",
             ErrorKind::Busy => "busy",
+            ErrorKind::RateLimited => "rate_limited",
+            ErrorKind::Validation => "validation",
             ErrorKind::Internal => "internal",
         }
     }
 
     /// Whether running the same code again later may succeed.
     pub fn retryable(self) -> bool {
-        matches!(self, ErrorKind::Busy)
+        matches!(self, ErrorKind::Busy | ErrorKind::RateLimited)
     }
 }
 
@@ -153,6 +160,24 @@ impl ExecutionError {
     /// Whether running the same code again later may succeed.
     pub fn retryable(&self) -> bool {
         self.kind.retryable() || self.forge.as_ref().is_some_and(|f| f.retryable)
+    }
+
+    /// The error as it may leave the gateway: its messages redacted (see
+    /// [`crate::redact`]) and, when that removed anything, its stack
+    /// dropped entirely, since frames of the same text would repeat it.
+    pub fn redacted(mut self) -> Self {
+        let message = crate::redact::redact(&self.message);
+        let mut changed = message.changed;
+        self.message = message.text;
+        if let Some(f) = &mut self.forge {
+            let m = crate::redact::redact(&f.message);
+            changed |= m.changed;
+            f.message = m.text;
+        }
+        if changed {
+            self.stack = None;
+        }
+        self
     }
 }
 

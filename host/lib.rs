@@ -7,11 +7,14 @@
 //! - [`manifest`] — the model scripts query, search, TypeScript rendering;
 //! - [`dispatch`] — what scripts reach (tool calls, resources, manifest);
 //! - [`stash`] — the per-session key-value store;
+//! - [`policy`] — tool policy, strict server groups, rate limits;
+//! - [`redact`] — secrets out of every error text and log line;
 //! - [`config`] — forge.toml;
 //! - [`error`] — the typed failures;
 //! - [`suggest`] — did-you-mean for misspelled names;
 //! - [`server`] — the MCP server: search, execute, instructions;
 //! - [`tokens`] — the context cost, counted;
+//! - [`validate`] — the static check of a script before it runs;
 //! - [`cli`] — the `quickforge` command.
 
 pub mod cli;
@@ -20,11 +23,14 @@ pub mod dispatch;
 pub mod error;
 pub mod gateway;
 pub mod manifest;
+pub mod policy;
+pub mod redact;
 pub mod sandbox;
 pub mod server;
 pub mod stash;
 pub mod suggest;
 pub mod tokens;
+pub mod validate;
 
 pub use config::{Config, ConfigError};
 pub use dispatch::{BoxFuture, Dispatcher, ManifestView, NoServers};

@@ -74,6 +74,11 @@ pub struct Shared {
     pub stash_limits: StashLimits,
     /// Running executions, so shutdown can let them finish.
     pub running: tokio_util::task::TaskTracker,
+    /// `max_executions_per_minute`, across all sessions.
+    pub rate: Option<crate::policy::RateLimit>,
+    /// Whether scripts pass the static validator before they run
+    /// (`[sandbox] validate`).
+    pub validate: bool,
 }
 
 impl Shared {
@@ -84,7 +89,23 @@ impl Shared {
             gateway,
             stash_limits,
             running: tokio_util::task::TaskTracker::new(),
+            rate: None,
+            validate: true,
         }
+    }
+
+    /// Turns the static validator on or off. Off, the sandbox's own
+    /// hardening is the only layer; it is meant for testing that layer.
+    pub fn with_validation(mut self, on: bool) -> Shared {
+        self.validate = on;
+        self
+    }
+
+    /// Limits executions to `per_minute` across all sessions.
+    pub fn with_rate_limit(mut self, per_minute: Option<std::num::NonZeroU32>) -> Shared {
+        self.rate = per_minute
+            .map(|n| crate::policy::RateLimit::new(n, "sandbox.max_executions_per_minute"));
+        self
     }
 
     /// Stops taking executions and waits for the running ones, at most
@@ -130,6 +151,18 @@ impl ForgeServer {
                 stats: Default::default(),
             };
         }
+        if let Some(Err(e)) = self.shared.rate.as_ref().map(|r| r.take()) {
+            let mut err = crate::error::ExecutionError::new(
+                crate::error::ErrorKind::RateLimited,
+                e.message.clone(),
+            );
+            err.forge = Some(e);
+            return Report {
+                result: Err(err),
+                logs: Vec::new(),
+                stats: Default::default(),
+            };
+        }
         self.shared
             .running
             .track_future(self.run_now(mode, code))
@@ -137,6 +170,31 @@ impl ForgeServer {
     }
 
     async fn run_now(&self, mode: Mode, code: &str) -> Report {
+        // Oversized code is the sandbox's to refuse, without parsing it.
+        if self.shared.validate && code.len() <= self.shared.sandbox.limits().max_code_size {
+            let owned = code.to_string();
+            let verdict = tokio::task::spawn_blocking(move || {
+                crate::validate::validate(&owned, &crate::validate::ValidatorLimits::default())
+            })
+            .await;
+            let refusal = match verdict {
+                Ok(Ok(())) => None,
+                Ok(Err(rejection)) => {
+                    Some((crate::error::ErrorKind::Validation, rejection.to_string()))
+                }
+                Err(e) => Some((
+                    crate::error::ErrorKind::Internal,
+                    format!("the validator failed: {e}"),
+                )),
+            };
+            if let Some((kind, message)) = refusal {
+                return Report {
+                    result: Err(crate::error::ExecutionError::new(kind, message)),
+                    logs: Vec::new(),
+                    stats: Default::default(),
+                };
+            }
+        }
         let gateway = &self.shared.gateway;
         gateway.wait_started(STARTUP_WAIT).await;
         let snapshot = gateway.snapshot();

@@ -3,7 +3,7 @@
 //! keeps one per client session.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -56,10 +56,18 @@ struct Entry {
     expires: Instant,
 }
 
+/// Where an entry lives: the public space (`None`) or the space of one
+/// strict server group. An execution locked to a strict group writes into
+/// that group's space, and reads its own group's space before the public
+/// one; entries of other groups are invisible to it, and group entries are
+/// invisible to executions not locked to that group. The stash so obeys
+/// the same data-flow policy as tool calls.
+type Space = Option<Arc<str>>;
+
 /// A session's stash. Thread-safe; expired entries are dropped lazily.
 pub struct Stash {
     limits: StashLimits,
-    entries: Mutex<HashMap<String, Entry>>,
+    entries: Mutex<HashMap<(Space, String), Entry>>,
 }
 
 impl Stash {
@@ -71,8 +79,15 @@ impl Stash {
         }
     }
 
-    /// Stores `json` under `key` for `ttl` (or the default TTL).
-    pub fn put(&self, key: &str, json: String, ttl: Option<Duration>) -> Result<(), ForgeError> {
+    /// Stores `json` under `key` for `ttl` (or the default TTL), in the
+    /// space of `group` (the strict group the execution is locked to).
+    pub fn put(
+        &self,
+        group: Option<&Arc<str>>,
+        key: &str,
+        json: String,
+        ttl: Option<Duration>,
+    ) -> Result<(), ForgeError> {
         check_key(key)?;
         if json.len() > self.limits.max_value_size {
             return Err(ForgeError::new(
@@ -101,8 +116,9 @@ impl Stash {
         let now = Instant::now();
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         entries.retain(|_, e| e.expires > now);
-        let replaced = entries.get(key).map_or(0, |e| e.json.len());
-        if replaced == 0 && !entries.contains_key(key) && entries.len() >= self.limits.max_keys {
+        let slot = (group.cloned(), key.to_string());
+        let replaced = entries.get(&slot).map_or(0, |e| e.json.len());
+        if !entries.contains_key(&slot) && entries.len() >= self.limits.max_keys {
             return Err(ForgeError::new(
                 "STASH_FULL",
                 format!(
@@ -125,7 +141,7 @@ impl Stash {
             .suggest("delete keys you no longer need with forge.stash.delete"));
         }
         entries.insert(
-            key.to_string(),
+            slot,
             Entry {
                 json,
                 expires: now + ttl,
@@ -134,37 +150,57 @@ impl Stash {
         Ok(())
     }
 
-    /// The JSON under `key`, if present and not expired.
-    pub fn get(&self, key: &str) -> Result<Option<String>, ForgeError> {
+    /// The JSON under `key`, if present and not expired: from `group`'s
+    /// space first, then the public one.
+    pub fn get(&self, group: Option<&Arc<str>>, key: &str) -> Result<Option<String>, ForgeError> {
         check_key(key)?;
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(entries
-            .get(key)
-            .filter(|e| e.expires > Instant::now())
+        let now = Instant::now();
+        Ok(visible(group, key)
+            .find_map(|slot| entries.get(&slot).filter(|e| e.expires > now))
             .map(|e| e.json.clone()))
     }
 
-    /// Removes `key`; whether a live entry was there.
-    pub fn delete(&self, key: &str) -> Result<bool, ForgeError> {
+    /// Removes `key` (the entry [`Stash::get`] would return); whether a
+    /// live entry was there.
+    pub fn delete(&self, group: Option<&Arc<str>>, key: &str) -> Result<bool, ForgeError> {
         check_key(key)?;
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(entries
-            .remove(key)
-            .is_some_and(|e| e.expires > Instant::now()))
+        let now = Instant::now();
+        for slot in visible(group, key) {
+            if let Some(e) = entries.remove(&slot)
+                && e.expires > now
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
-    /// Every live key, sorted.
-    pub fn keys(&self) -> Vec<String> {
+    /// Every live key visible from `group`'s space, sorted.
+    pub fn keys(&self, group: Option<&Arc<str>>) -> Vec<String> {
         let now = Instant::now();
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         let mut keys: Vec<String> = entries
             .iter()
-            .filter(|(_, e)| e.expires > now)
-            .map(|(k, _)| k.clone())
+            .filter(|((space, _), e)| {
+                e.expires > now && (space.is_none() || space.as_ref() == group)
+            })
+            .map(|((_, k), _)| k.clone())
             .collect();
         keys.sort();
+        keys.dedup();
         keys
     }
+}
+
+/// The slots `key` may be read from by an execution locked to `group`:
+/// the group's own, then the public one.
+fn visible(group: Option<&Arc<str>>, key: &str) -> impl Iterator<Item = (Space, String)> {
+    group
+        .map(|g| (Some(g.clone()), key.to_string()))
+        .into_iter()
+        .chain(std::iter::once((None, key.to_string())))
 }
 
 impl Default for Stash {

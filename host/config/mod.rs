@@ -73,7 +73,7 @@ impl ConfigError {
 }
 
 /// The validated configuration.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Config {
     /// Where it was loaded from; `None` for defaults.
     pub source: Option<PathBuf>,
@@ -89,6 +89,29 @@ pub struct Config {
     pub groups: Vec<GroupConfig>,
     /// `[manifest]`.
     pub manifest: ManifestConfig,
+    /// `[sandbox] max_executions_per_minute`: executions a minute across
+    /// all sessions; `None` (the default) sets no limit.
+    pub executions_per_minute: Option<std::num::NonZeroU32>,
+    /// `[sandbox] validate`: whether scripts pass the static validator
+    /// before they run.
+    pub validate: bool,
+}
+
+impl Default for Config {
+    /// No servers, default limits, the validator on.
+    fn default() -> Self {
+        Config {
+            source: None,
+            sandbox: SandboxLimits::default(),
+            stash: StashLimits::default(),
+            cache_dir: CacheDir::default(),
+            servers: Vec::new(),
+            groups: Vec::new(),
+            manifest: ManifestConfig::default(),
+            executions_per_minute: None,
+            validate: true,
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -165,6 +188,8 @@ struct RawSandbox {
     max_log_lines: usize,
     max_log_bytes: usize,
     cache_dir: Option<PathBuf>,
+    max_executions_per_minute: Option<u32>,
+    validate: bool,
     /// Forgemax's choice of isolation; accepted so its configs load, and
     /// ignored: quickforge always runs each script in its own Wasm instance.
     execution_mode: Option<String>,
@@ -187,6 +212,8 @@ impl Default for RawSandbox {
             max_log_lines: d.max_log_lines,
             max_log_bytes: d.max_log_bytes,
             cache_dir: None,
+            max_executions_per_minute: None,
+            validate: true,
             execution_mode: None,
             stash: StashLimits::default(),
         }
@@ -316,6 +343,15 @@ impl Config {
                 ),
             ));
         }
+        let executions_per_minute = match s.max_executions_per_minute {
+            None => None,
+            Some(n) => Some(std::num::NonZeroU32::new(n).ok_or_else(|| {
+                invalid(
+                    "max_executions_per_minute",
+                    "must be at least 1 (leave it out for no limit)".into(),
+                )
+            })?),
+        };
         if let Some(mode) = &s.execution_mode {
             tracing::warn!(
                 execution_mode = %mode,
@@ -342,6 +378,8 @@ impl Config {
             servers: downstream.servers,
             groups: downstream.groups,
             manifest: downstream.manifest,
+            executions_per_minute,
+            validate: s.validate,
         })
     }
 }

@@ -98,6 +98,15 @@ pub struct ServerConfig {
     pub max_in_flight: u32,
     /// Largest message accepted from the server, bytes.
     pub max_response_bytes: usize,
+    /// Globs of tool names that may be called; empty allows every tool.
+    pub allow: Vec<String>,
+    /// Globs of tool names that may not be called; wins over `allow`.
+    pub deny: Vec<String>,
+    /// Whether tools annotated `destructiveHint: true` may be called.
+    pub allow_destructive: bool,
+    /// Calls a minute to this server, across all executions; `None`: no
+    /// limit.
+    pub calls_per_minute: Option<std::num::NonZeroU32>,
 }
 
 /// How quickforge talks to a server.
@@ -212,6 +221,12 @@ pub(super) struct RawServer {
     recovery_timeout_secs: Option<Spanned<f64>>,
     max_in_flight: Option<Spanned<u32>>,
     max_response_mb: Option<Spanned<u64>>,
+    #[serde(default)]
+    allow: Vec<Spanned<String>>,
+    #[serde(default)]
+    deny: Vec<Spanned<String>>,
+    allow_destructive: Option<bool>,
+    calls_per_minute: Option<Spanned<u32>>,
     #[serde(default)]
     env: BTreeMap<String, Spanned<String>>,
     cwd: Option<Spanned<String>>,
@@ -581,9 +596,46 @@ fn server(
             ));
         }
     };
+    let globs = |list: Vec<Spanned<String>>, k: &str| -> Result<Vec<String>, super::ConfigError> {
+        list.into_iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let span = g.span();
+                let pattern = g.into_inner();
+                crate::policy::ToolPolicy::check_glob(&pattern)
+                    .map(|()| pattern)
+                    .map_err(|e| {
+                        report.at(
+                            span,
+                            key(&format!("{k}[{i}]")),
+                            format!("not a valid glob: {e}"),
+                        )
+                    })
+            })
+            .collect()
+    };
+    let allow = globs(raw.allow, "allow")?;
+    let deny = globs(raw.deny, "deny")?;
+    let calls_per_minute = match raw.calls_per_minute {
+        None => None,
+        Some(n) => match std::num::NonZeroU32::new(*n.get_ref()) {
+            Some(n) => Some(n),
+            None => {
+                return Err(report.at(
+                    n.span(),
+                    key("calls_per_minute"),
+                    "must be at least 1 (leave it out for no limit)".into(),
+                ));
+            }
+        },
+    };
     Ok(ServerConfig {
         name,
         max_in_flight,
+        allow,
+        deny,
+        allow_destructive: raw.allow_destructive.unwrap_or(false),
+        calls_per_minute,
         max_response_bytes: (max_response_mb as usize) * 1024 * 1024,
         description,
         transport,

@@ -30,6 +30,7 @@ use crate::config::{Config, ServerConfig};
 use crate::dispatch::{BoxFuture, Dispatcher};
 use crate::error::ForgeError;
 use crate::manifest::{Manifest, ResourceEntry, ServerEntry, ServerStatus, Snapshot, ToolEntry};
+use crate::policy::{GroupLock, RateLimit, ServerGroup, ToolPolicy};
 
 pub use downstream::{Connection, RefreshQueue};
 
@@ -61,11 +62,30 @@ pub struct Server {
     pub breaker: breaker::Breaker,
     /// Slots for calls in flight (`max_in_flight`).
     in_flight: Semaphore,
+    /// Which tools may be called.
+    policy: ToolPolicy,
+    /// Its group, if any.
+    group: Option<ServerGroup>,
+    /// Its `calls_per_minute`, if set.
+    rate: Option<RateLimit>,
 }
 
 impl Server {
-    fn new(config: &ServerConfig) -> Server {
+    fn new(config: &ServerConfig, group: Option<ServerGroup>) -> Server {
         Server {
+            policy: ToolPolicy::new(config).unwrap_or_else(|e| {
+                // Configuration loading refuses bad globs; a config built in
+                // code that skipped it gets a policy that denies everything.
+                tracing::error!(server = %config.name, "tool policy: {e}; denying every tool");
+                let mut deny_all = config.clone();
+                deny_all.allow.clear();
+                deny_all.deny = vec!["*".into()];
+                ToolPolicy::new(&deny_all).expect("\"*\" is a valid glob")
+            }),
+            group,
+            rate: config
+                .calls_per_minute
+                .map(|n| RateLimit::new(n, format!("servers.{}.calls_per_minute", config.name))),
             breaker: breaker::Breaker::new(
                 &config.name,
                 config.circuit_breaker,
@@ -106,7 +126,17 @@ impl Gateway {
         let servers: BTreeMap<String, Arc<Server>> = config
             .servers
             .iter()
-            .map(|c| (c.name.clone(), Arc::new(Server::new(c))))
+            .map(|c| {
+                let group = config
+                    .groups
+                    .iter()
+                    .find(|g| g.servers.contains(&c.name))
+                    .map(|g| ServerGroup {
+                        name: g.name.as_str().into(),
+                        isolation: g.isolation,
+                    });
+                (c.name.clone(), Arc::new(Server::new(c, group)))
+            })
             .collect();
         let manifest =
             Manifest::new(config.servers.iter().map(|c| {
@@ -208,6 +238,7 @@ impl Gateway {
         Router {
             gateway: self.clone(),
             manifest: snapshot.0.clone(),
+            lock: GroupLock::default(),
         }
     }
 
@@ -231,6 +262,16 @@ impl Gateway {
             .collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         tools.dedup_by(|a, b| a.name == b.name);
+        let mut denied = std::collections::BTreeMap::new();
+        tools.retain(
+            |t| match server.policy.verdict(&t.name, t.annotations.as_ref()) {
+                None => true,
+                Some(why) => {
+                    denied.insert(t.name.clone(), why);
+                    false
+                }
+            },
+        );
         let supports_resources = conn
             .peer
             .peer_info()
@@ -260,6 +301,7 @@ impl Gateway {
         let mut entry = ServerEntry::new(&server.config.name, description, ServerStatus::Ready);
         entry.tools = tools;
         entry.resources = resources;
+        entry.denied = denied;
         tracing::info!(server = %server.config.name, tools = entry.tools.len(), resources = entry.resources.len(), "manifest updated");
         self.set_entry(entry);
         Ok(())
@@ -272,7 +314,7 @@ impl Gateway {
             &server.config.name,
             old.and_then(|o| o.description.clone())
                 .or_else(|| server.config.description.clone()),
-            ServerStatus::Unavailable(why),
+            ServerStatus::Unavailable(crate::redact::redact(&why).text),
         );
         // Keep the last known tools so scripts still see what the server
         // offers, and calls get a precise "unavailable" error.
@@ -427,16 +469,28 @@ async fn refresher(
 pub struct Router {
     gateway: Arc<Gateway>,
     manifest: Arc<Manifest>,
+    /// The strict group this execution is locked to.
+    lock: GroupLock,
 }
 
 impl Router {
-    fn live(&self, server: &str) -> Result<(Arc<Server>, Arc<Connection>), ForgeError> {
-        let entry = self.manifest.require_server(server)?;
+    /// The configured server `name`, with the execution's group lock
+    /// applied.
+    fn admitted(&self, name: &str) -> Result<&Arc<Server>, ForgeError> {
         let s = self
             .gateway
-            .server(server)
-            .cloned()
-            .ok_or_else(|| ForgeError::server_not_found(server))?;
+            .server(name)
+            .ok_or_else(|| ForgeError::server_not_found(name))?;
+        self.lock.enter(name, s.group.as_ref())?;
+        Ok(s)
+    }
+
+    fn live(&self, server: &str) -> Result<(Arc<Server>, Arc<Connection>), ForgeError> {
+        let entry = self.manifest.require_server(server)?;
+        let s = self.admitted(server)?.clone();
+        if let Some(rate) = &s.rate {
+            rate.take()?;
+        }
         match s.connection() {
             Some(c) => Ok((s, c)),
             None => {
@@ -492,7 +546,12 @@ async fn guarded(
 
 impl Dispatcher for Router {
     fn check_call(&self, server: &str, tool: &str) -> Result<(), ForgeError> {
-        self.manifest.require_tool(server, tool).map(|_| ())
+        self.manifest.require_tool(server, tool)?;
+        self.admitted(server).map(|_| ())
+    }
+
+    fn stash_space(&self) -> Option<Arc<str>> {
+        self.lock.current()
     }
 
     fn call_tool(

@@ -227,6 +227,9 @@ pub struct ServerEntry {
     pub tools: Vec<Arc<ToolEntry>>,
     /// Its resources, sorted by URI.
     pub resources: Vec<ResourceEntry>,
+    /// Tools its policy refuses, by name, with the reason. They are hidden
+    /// from every manifest answer; calling one is `POLICY_DENIED`.
+    pub denied: std::collections::BTreeMap<String, String>,
 }
 
 impl ServerEntry {
@@ -238,6 +241,7 @@ impl ServerEntry {
             status,
             tools: Vec::new(),
             resources: Vec::new(),
+            denied: Default::default(),
         }
     }
 
@@ -342,7 +346,14 @@ impl Manifest {
         let entry = self.require_server(server)?;
         match entry.tool(tool) {
             Some(t) => Ok((entry, t)),
-            None => Err(entry.tool_not_found(tool)),
+            None => match entry.denied.get(tool) {
+                Some(why) => Err(ForgeError::new(
+                    "POLICY_DENIED",
+                    format!("calling {server}.{tool} is not allowed: {why}"),
+                )
+                .suggest("the gateway's configuration refuses this tool; do the task another way or ask the user to allow it")),
+                None => Err(entry.tool_not_found(tool)),
+            },
         }
     }
 

@@ -294,7 +294,11 @@ impl Sandbox {
         let result = match outcome {
             Err(_elapsed) => Err(self.timeout_error()),
             Ok(Err(trap)) => Err(self.classify_trap(&trap, memory_denied)),
-            Ok(Ok(Err(script))) => Err(classify_script_error(script, state.budget_spent)),
+            // The script's own error text leaves through here: redacted,
+            // like every error text (ForgeErrors were redacted on entry).
+            Ok(Ok(Err(script))) => {
+                Err(classify_script_error(script, state.budget_spent).redacted())
+            }
             Ok(Ok(Ok(outcome))) => parse_json(&outcome.value_json).map_err(|e| {
                 ExecutionError::new(
                     ErrorKind::NotSerializable,

@@ -268,6 +268,13 @@ fn the_example_config_documents_every_key_and_loads() {
         "max_total_size",
         "default_ttl_secs",
         "max_ttl_secs",
+        "max_in_flight",
+        "max_response_mb",
+        "allow",
+        "deny",
+        "allow_destructive",
+        "calls_per_minute",
+        "max_executions_per_minute",
     ] {
         assert!(
             text.contains(&format!("{key} =")),

@@ -139,3 +139,34 @@ async fn huge_error_messages_are_cut() {
     assert_eq!(err.forge.as_ref().unwrap().code, "INVALID_ARGUMENT");
     assert!(err.message.len() < 300, "{}", err.message);
 }
+
+/// The validator's whole bypass corpus, run in the sandbox with no validator
+/// in front: the runtime hardening alone must keep every attempt harmless.
+/// Each attempt returns "PWNED" only if it escaped; a thrown error, a
+/// refused call or any other value means it was contained.
+#[tokio::test]
+async fn the_bypass_corpus_is_harmless_without_the_validator() {
+    let mut escaped = Vec::new();
+    let mut outcomes = std::collections::BTreeMap::<String, usize>::new();
+    for (name, code) in crate::bypass_corpus::BYPASSES {
+        let (cx, tools) = context();
+        let report = run_with(Kind::Default, Mode::Execute, code, cx).await;
+        let outcome = match &report.result {
+            Ok(v) if v.to_string().contains("PWNED") => {
+                escaped.push(format!("{name}: {v}"));
+                "escaped".to_string()
+            }
+            Ok(_) => "contained: other value".to_string(),
+            Err(e) => format!("contained: {}", e.kind),
+        };
+        *outcomes.entry(outcome).or_default() += 1;
+        assert_eq!(
+            tools.counters.calls.load(Ordering::SeqCst),
+            0,
+            "{name} reached no tool"
+        );
+    }
+    eprintln!("bypass corpus without the validator: {outcomes:?}");
+    assert!(escaped.is_empty(), "escaped the sandbox: {escaped:#?}");
+    assert!(crate::bypass_corpus::BYPASSES.len() >= 60);
+}

@@ -1,6 +1,7 @@
 //! quickforge's integration tests: one binary, so it links once.
 
 mod api;
+mod bypass_corpus;
 mod cli;
 mod config;
 mod dts;
@@ -12,5 +13,7 @@ mod isolation;
 mod limits;
 mod load;
 mod mcp;
+mod policy;
 mod soak;
 mod support;
+mod validator;

@@ -21,6 +21,8 @@
 //                     messages), then answers
 //   fail              answers with an isError result
 //   stderr_flood {count}  writes `count` lines to stderr, then answers
+//   leak              fails with an error text full of secrets (and writes
+//                     the same to stderr), as careless servers do
 //   whoami            the process id, the environment keys it sees and where
 //                     its open file descriptors point
 //   expire_sessions   (HTTP) forgets every session after answering, so the
@@ -72,6 +74,7 @@ const tools = [
     inputSchema: { type: "object", properties: { count: { type: "integer" } }, required: ["count"] },
   },
   { name: "fail", description: "Answer with an error result", inputSchema: { type: "object", properties: {} } },
+  { name: "leak", description: "Fail with secrets in the error text", inputSchema: { type: "object", properties: {} } },
   {
     name: "stderr_flood",
     description: "Write many lines to stderr, then answer",
@@ -167,6 +170,19 @@ function makeServer() {
         return text({ flooded: a.count });
       case "fail":
         return { isError: true, content: [{ type: "text", text: "the fixture failed on purpose" }] };
+      case "leak": {
+        const secret = [
+          "connect ECONNREFUSED 10.1.2.3:5432 (postgres://admin:hunter2@db.internal:5432/app)",
+          "auth: Bearer ghp_R4nd0mT0k3nV4lu3Xy9Zq8Wv7Ut6Sr5Pq4On",
+          "key sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12Mn34",
+          "config at /home/app/.config/fixture/secret.json",
+          "Error: boom",
+          "    at Object.openSync (node:fs:573:3)",
+          "    at load (/srv/app/lib/config.js:10:5)",
+        ].join("\n");
+        console.error(secret);
+        return { isError: true, content: [{ type: "text", text: secret }] };
+      }
       case "stderr_flood":
         for (let i = 0; i < a.count; i++) process.stderr.write(`noise ${i}\n`);
         return text({ wrote: a.count });

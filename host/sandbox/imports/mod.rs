@@ -30,9 +30,12 @@ impl wit::Host for State {}
 
 impl From<ForgeError> for wit::ForgeError {
     fn from(e: ForgeError) -> Self {
+        // The one place a failure's text crosses into the script: redact it
+        // here, so no secret of a downstream error reaches the model, even
+        // through a value the script builds from the message.
         wit::ForgeError {
             code: e.code,
-            message: e.message,
+            message: crate::redact::redact(&e.message).text,
             retryable: e.retryable,
             suggestion: e.suggestion,
         }

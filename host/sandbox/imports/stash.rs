@@ -15,9 +15,13 @@ impl Host for State {
         Ok(self
             .require_execute("forge.stash")
             .and_then(|()| {
-                self.cx
-                    .stash
-                    .put(&key, value_json, ttl_secs.map(Duration::from_secs))
+                let space = self.cx.dispatcher.stash_space();
+                self.cx.stash.put(
+                    space.as_ref(),
+                    &key,
+                    value_json,
+                    ttl_secs.map(Duration::from_secs),
+                )
             })
             .map_err(Into::into))
     }
@@ -25,21 +29,30 @@ impl Host for State {
     fn get(&mut self, key: String) -> wasmtime::Result<Result<Option<String>, WitError>> {
         Ok(self
             .require_execute("forge.stash")
-            .and_then(|()| self.cx.stash.get(&key))
+            .and_then(|()| {
+                let space = self.cx.dispatcher.stash_space();
+                self.cx.stash.get(space.as_ref(), &key)
+            })
             .map_err(Into::into))
     }
 
     fn delete(&mut self, key: String) -> wasmtime::Result<Result<bool, WitError>> {
         Ok(self
             .require_execute("forge.stash")
-            .and_then(|()| self.cx.stash.delete(&key))
+            .and_then(|()| {
+                let space = self.cx.dispatcher.stash_space();
+                self.cx.stash.delete(space.as_ref(), &key)
+            })
             .map_err(Into::into))
     }
 
     fn keys(&mut self) -> wasmtime::Result<Result<Vec<String>, WitError>> {
         Ok(self
             .require_execute("forge.stash")
-            .map(|()| self.cx.stash.keys())
+            .map(|()| {
+                let space = self.cx.dispatcher.stash_space();
+                self.cx.stash.keys(space.as_ref())
+            })
             .map_err(Into::into))
     }
 }

@@ -1,0 +1,292 @@
+//! Who may call what, and how often: per-server tool policy, the strict
+//! server-group lock of one execution, and rate limits.
+//!
+//! All three are checked by the router before a call leaves the gateway;
+//! none depends on the script's cooperation.
+
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use serde_json::Value;
+
+use crate::config::{Isolation, ServerConfig};
+use crate::error::ForgeError;
+
+/// A server's tool policy: `allow` and `deny` globs over tool names, and
+/// whether tools annotated `destructiveHint: true` may be called.
+#[derive(Debug)]
+pub struct ToolPolicy {
+    server: String,
+    allow: Option<(GlobSet, Vec<String>)>,
+    deny: Option<(GlobSet, Vec<String>)>,
+    allow_destructive: bool,
+}
+
+/// Compiles `patterns` into one set; `None` for an empty list.
+fn glob_set(patterns: &[String]) -> Result<Option<(GlobSet, Vec<String>)>, String> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let mut set = GlobSetBuilder::new();
+    for p in patterns {
+        set.add(Glob::new(p).map_err(|e| format!("bad glob {p:?}: {e}"))?);
+    }
+    let set = set.build().map_err(|e| e.to_string())?;
+    Ok(Some((set, patterns.to_vec())))
+}
+
+impl ToolPolicy {
+    /// The policy of `config`'s server. Fails only on a bad glob, which
+    /// configuration loading has already refused.
+    pub fn new(config: &ServerConfig) -> Result<ToolPolicy, String> {
+        Ok(ToolPolicy {
+            server: config.name.clone(),
+            allow: glob_set(&config.allow)?,
+            deny: glob_set(&config.deny)?,
+            allow_destructive: config.allow_destructive,
+        })
+    }
+
+    /// Checks one glob pattern, for configuration loading.
+    pub fn check_glob(pattern: &str) -> Result<(), String> {
+        Glob::new(pattern).map(|_| ()).map_err(|e| e.to_string())
+    }
+
+    /// Why `tool` (with its MCP `annotations`) may not be called, or `None`
+    /// when it may.
+    pub fn verdict(&self, tool: &str, annotations: Option<&Value>) -> Option<String> {
+        let server = &self.server;
+        if let Some((set, patterns)) = &self.deny
+            && let Some(&i) = set.matches(tool).first()
+        {
+            return Some(format!(
+                "tool {tool:?} matches servers.{server}.deny pattern {:?}",
+                patterns[i]
+            ));
+        }
+        if let Some((set, _)) = &self.allow
+            && !set.is_match(tool)
+        {
+            return Some(format!("tool {tool:?} is not in servers.{server}.allow"));
+        }
+        let destructive = annotations
+            .and_then(|a| a.get("destructiveHint"))
+            .and_then(Value::as_bool)
+            == Some(true);
+        if destructive && !self.allow_destructive {
+            return Some(format!(
+                "tool {tool:?} is marked destructive (destructiveHint) and servers.{server}.allow_destructive is false"
+            ));
+        }
+        None
+    }
+}
+
+/// A server's group, as the router needs it.
+#[derive(Debug, Clone)]
+pub struct ServerGroup {
+    /// The group's name.
+    pub name: Arc<str>,
+    /// Whether it locks executions.
+    pub isolation: Isolation,
+}
+
+/// The strict group one execution is locked to, if any. The first call
+/// into a strict group's server locks the execution to that group; calls
+/// into another strict group are refused for the rest of the execution.
+/// Open groups and ungrouped servers stay reachable. The lock also scopes
+/// the stash (see [`crate::stash`]).
+#[derive(Debug, Default)]
+pub struct GroupLock {
+    locked: Mutex<Option<Arc<str>>>,
+}
+
+impl GroupLock {
+    /// Lets a call to `server` (in `group`) through, locking the execution
+    /// to the group if it is strict and nothing is locked yet.
+    pub fn enter(&self, server: &str, group: Option<&ServerGroup>) -> Result<(), ForgeError> {
+        let Some(group) = group.filter(|g| g.isolation == Isolation::Strict) else {
+            return Ok(());
+        };
+        let mut locked = self.locked.lock().unwrap_or_else(|p| p.into_inner());
+        match &*locked {
+            None => {
+                *locked = Some(group.name.clone());
+                Ok(())
+            }
+            Some(current) if *current == group.name => Ok(()),
+            Some(current) => Err(ForgeError::new(
+                "GROUP_POLICY_DENIED",
+                format!(
+                    "server {server:?} is in strict group {:?}, but this execution is locked to strict group {current:?} by an earlier call; data may not flow between strict groups",
+                    group.name
+                ),
+            )
+            .suggest("do the work of each strict group in its own execution")),
+        }
+    }
+
+    /// The strict group the execution is locked to.
+    pub fn current(&self) -> Option<Arc<str>> {
+        self.locked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+/// A rate limit: `per_minute` events a minute, in bursts of up to
+/// `per_minute / 6` (ten seconds' worth, at least one), so a client cannot
+/// spend a whole minute's allowance in one instant.
+pub struct RateLimit {
+    limiter: DefaultDirectRateLimiter,
+    per_minute: u32,
+    what: String,
+}
+
+impl std::fmt::Debug for RateLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimit")
+            .field("per_minute", &self.per_minute)
+            .field("what", &self.what)
+            .finish()
+    }
+}
+
+impl RateLimit {
+    /// `per_minute` events a minute; `what` names the limit in errors
+    /// (e.g. `servers.github.calls_per_minute`).
+    pub fn new(per_minute: NonZeroU32, what: impl Into<String>) -> RateLimit {
+        let burst = NonZeroU32::new((per_minute.get() / 6).max(1)).unwrap_or(NonZeroU32::MIN);
+        RateLimit {
+            limiter: RateLimiter::direct(Quota::per_minute(per_minute).allow_burst(burst)),
+            per_minute: per_minute.get(),
+            what: what.into(),
+        }
+    }
+
+    /// Takes one event, or fails with `RATE_LIMITED` saying when to retry.
+    pub fn take(&self) -> Result<(), ForgeError> {
+        self.limiter.check().map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            let wait = wait.max(Duration::from_millis(1));
+            ForgeError::new(
+                "RATE_LIMITED",
+                format!(
+                    "over the limit of {} per minute ({}); retry in {} ms",
+                    self.per_minute,
+                    self.what,
+                    wait.as_millis()
+                ),
+            )
+            .retryable()
+            .suggest(format!(
+                "wait {} ms, or batch the work into fewer calls",
+                wait.as_millis()
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn policy(allow: &[&str], deny: &[&str], destructive: bool) -> ToolPolicy {
+        let mut c = crate::Config::parse_with_env(
+            "[servers.s]\ncommand = \"x\"\n",
+            std::path::Path::new("forge.toml"),
+            &|_| None,
+        )
+        .unwrap()
+        .servers
+        .remove(0);
+        c.allow = allow.iter().map(|s| s.to_string()).collect();
+        c.deny = deny.iter().map(|s| s.to_string()).collect();
+        c.allow_destructive = destructive;
+        ToolPolicy::new(&c).unwrap()
+    }
+
+    #[test]
+    fn deny_wins_over_allow_and_names_the_pattern() {
+        let p = policy(&["issues.*", "search"], &["issues.delete*"], false);
+        assert_eq!(p.verdict("issues.create", None), None);
+        assert_eq!(p.verdict("search", None), None);
+        let why = p.verdict("issues.delete_all", None).unwrap();
+        assert!(
+            why.contains("servers.s.deny") && why.contains("issues.delete*"),
+            "{why}"
+        );
+        let why = p.verdict("repos.list", None).unwrap();
+        assert!(why.contains("not in servers.s.allow"), "{why}");
+    }
+
+    #[test]
+    fn destructive_tools_need_consent() {
+        let p = policy(&[], &[], false);
+        let destructive = json!({"destructiveHint": true});
+        assert!(
+            p.verdict("wipe", Some(&destructive))
+                .unwrap()
+                .contains("allow_destructive")
+        );
+        assert_eq!(
+            p.verdict("wipe", Some(&json!({"destructiveHint": false}))),
+            None
+        );
+        assert_eq!(p.verdict("read", None), None);
+        let p = policy(&[], &[], true);
+        assert_eq!(p.verdict("wipe", Some(&destructive)), None);
+    }
+
+    #[test]
+    fn the_first_strict_group_locks_the_execution() {
+        let g = |n: &str, i| ServerGroup {
+            name: n.into(),
+            isolation: i,
+        };
+        let (a, b, o) = (
+            g("alpha", Isolation::Strict),
+            g("beta", Isolation::Strict),
+            g("open", Isolation::Open),
+        );
+        let lock = GroupLock::default();
+        lock.enter("free", None).unwrap();
+        lock.enter("o1", Some(&o)).unwrap();
+        assert_eq!(lock.current(), None);
+        lock.enter("a1", Some(&a)).unwrap();
+        lock.enter("a2", Some(&a)).unwrap();
+        lock.enter("o1", Some(&o)).unwrap();
+        lock.enter("free", None).unwrap();
+        let e = lock.enter("b1", Some(&b)).unwrap_err();
+        assert_eq!(e.code, "GROUP_POLICY_DENIED");
+        assert!(
+            e.message.contains("\"beta\"") && e.message.contains("\"alpha\""),
+            "{}",
+            e.message
+        );
+        assert_eq!(lock.current().as_deref(), Some("alpha"));
+    }
+
+    #[test]
+    fn rate_limits_say_when_to_retry() {
+        let r = RateLimit::new(NonZeroU32::new(60).unwrap(), "servers.s.calls_per_minute");
+        // A burst of ten seconds' worth, then refusals.
+        for _ in 0..10 {
+            r.take().unwrap();
+        }
+        let e = r.take().unwrap_err();
+        assert_eq!(e.code, "RATE_LIMITED");
+        assert!(e.retryable);
+        assert!(
+            e.message.contains("60 per minute") && e.message.contains("retry in"),
+            "{}",
+            e.message
+        );
+    }
+}
