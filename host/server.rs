@@ -179,9 +179,16 @@ impl ForgeServer {
             .await;
             let refusal = match verdict {
                 Ok(Ok(())) => None,
-                Ok(Err(rejection)) => {
-                    Some((crate::error::ErrorKind::Validation, rejection.to_string()))
-                }
+                // Code that does not parse, or is not one function, keeps
+                // the kinds the sandbox would give it; the rest is policy.
+                Ok(Err(rejection)) => Some((
+                    match rejection.rule {
+                        "syntax" => crate::error::ErrorKind::Syntax,
+                        "not-async-arrow" => crate::error::ErrorKind::NotAFunction,
+                        _ => crate::error::ErrorKind::Validation,
+                    },
+                    rejection.to_string(),
+                )),
                 Err(e) => Some((
                     crate::error::ErrorKind::Internal,
                     format!("the validator failed: {e}"),

@@ -40,6 +40,8 @@ fn rejected(code: &str) -> Rejection {
 
 #[test]
 fn corpus_sizes() {
+    // In-process and stack-hungry: not while the memory soak measures.
+    let _shared = crate::support::EXCLUSIVE.blocking_read();
     println!(
         "{} bypasses, {} benign scripts",
         BYPASSES.len(),
@@ -59,6 +61,8 @@ fn corpus_sizes() {
 
 #[test]
 fn every_bypass_is_rejected_with_an_expected_rule() {
+    // In-process and stack-hungry: not while the memory soak measures.
+    let _shared = crate::support::EXCLUSIVE.blocking_read();
     let mut failures = Vec::new();
     for (name, code) in BYPASSES {
         let expected: Vec<&str> = name
@@ -100,6 +104,8 @@ fn every_bypass_is_rejected_with_an_expected_rule() {
 
 #[test]
 fn every_benign_script_passes() {
+    // In-process and stack-hungry: not while the memory soak measures.
+    let _shared = crate::support::EXCLUSIVE.blocking_read();
     let mut failures = Vec::new();
     for (name, code) in BENIGN {
         if let Err(r) = check(code) {
@@ -116,6 +122,8 @@ fn every_benign_script_passes() {
 
 #[test]
 fn rejection_names_rule_line_column_and_text() {
+    // In-process and stack-hungry: not while the memory soak measures.
+    let _shared = crate::support::EXCLUSIVE.blocking_read();
     let r = rejected(
         "async () => {\n  const a = 1;\n  const r = await forge.callTool(\"s\", \"t\", {});\n  return eval(r);\n}",
     );
@@ -177,6 +185,8 @@ fn rejection_names_rule_line_column_and_text() {
 
 #[test]
 fn syntax_errors_report_oxc_message_and_position() {
+    // In-process and stack-hungry: not while the memory soak measures.
+    let _shared = crate::support::EXCLUSIVE.blocking_read();
     let r = rejected("async () => {\n  const x = ;\n}");
     assert_eq!(r.rule, "syntax");
     assert_eq!((r.line, r.column), (2, 13));
@@ -189,6 +199,8 @@ fn syntax_errors_report_oxc_message_and_position() {
 
 #[test]
 fn shape_must_be_one_async_arrow() {
+    // In-process and stack-hungry: not while the memory soak measures.
+    let _shared = crate::support::EXCLUSIVE.blocking_read();
     for code in [
         "function f() { return 1; }",
         "1 + 1",
@@ -220,6 +232,8 @@ fn shape_must_be_one_async_arrow() {
 
 #[test]
 fn deep_nesting_is_refused_without_crashing() {
+    // In-process and stack-hungry: not while the memory soak measures.
+    let _shared = crate::support::EXCLUSIVE.blocking_read();
     for (open, close) in [
         ("[", "]"),
         ("(", ")"),
@@ -275,6 +289,8 @@ fn deep_nesting_is_refused_without_crashing() {
 
 #[test]
 fn max_depth_is_configurable() {
+    // In-process and stack-hungry: not while the memory soak measures.
+    let _shared = crate::support::EXCLUSIVE.blocking_read();
     let nested = |n: usize| format!("async () => {}1{}", "[".repeat(n), "]".repeat(n));
     assert_eq!(check(&nested(10)), Ok(()));
     let r = validate(&nested(10), &ValidatorLimits { max_depth: 8 }).unwrap_err();
@@ -289,6 +305,8 @@ fn max_depth_is_configurable() {
 
 #[test]
 fn validating_64_kib_is_fast() {
+    // In-process and stack-hungry: not while the memory soak measures.
+    let _shared = crate::support::EXCLUSIVE.blocking_read();
     let mut script = String::from("async () => {\n  const results = [];\n");
     let mut i = 0;
     while script.len() < 64 * 1024 {
@@ -310,6 +328,8 @@ fn validating_64_kib_is_fast() {
 
 #[test]
 fn validator_runs_on_small_stacks() {
+    // In-process and stack-hungry: not while the memory soak measures.
+    let _shared = crate::support::EXCLUSIVE.blocking_read();
     let handle = std::thread::Builder::new()
         .stack_size(256 * 1024)
         .spawn(|| {
@@ -324,6 +344,8 @@ fn validator_runs_on_small_stacks() {
 
 #[test]
 fn inputs_at_the_hard_ceilings_do_not_crash() {
+    // In-process and stack-hungry: not while the memory soak measures.
+    let _shared = crate::support::EXCLUSIVE.blocking_read();
     let n = 990;
     let cases = [
         format!("async () => {}1{}", "(".repeat(n), ")".repeat(n)),
@@ -355,6 +377,8 @@ fn inputs_at_the_hard_ceilings_do_not_crash() {
 
 #[test]
 fn long_flat_scripts_pass() {
+    // In-process and stack-hungry: not while the memory soak measures.
+    let _shared = crate::support::EXCLUSIVE.blocking_read();
     // No semicolons: automatic semicolon insertion must end each statement
     // for the pre-scan too.
     let mut asi = String::from("async () => {\n  let a = 1, b = 2, total = 0\n");
