@@ -257,7 +257,18 @@ impl Gateway {
         let mut tools: Vec<Arc<ToolEntry>> = tools
             .iter()
             .filter_map(|t| serde_json::to_value(t).ok())
-            .filter_map(|t| ToolEntry::from_json(&t))
+            .filter_map(|t| {
+                let entry = ToolEntry::from_json(&t);
+                if entry.is_none() {
+                    let name = t.get("name").map(|n| n.to_string()).unwrap_or_default();
+                    tracing::warn!(
+                        server = %server.config.name,
+                        "ignored a tool whose name is not 1 to 128 of A-Z a-z 0-9 _ - . : {}",
+                        crate::error::clip(&name.escape_debug().to_string(), 80)
+                    );
+                }
+                entry
+            })
             .map(Arc::new)
             .collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
@@ -294,9 +305,13 @@ impl Gateway {
             }
         }
         let description = server.config.description.clone().or_else(|| {
-            conn.instructions
-                .as_deref()
-                .map(|i| crate::manifest::summary(i, crate::manifest::SUMMARY_CHARS))
+            conn.instructions.as_deref().map(|i| {
+                let clean = crate::manifest::sanitize::clean_text(
+                    i,
+                    crate::manifest::sanitize::MAX_DESCRIPTION,
+                );
+                crate::manifest::summary(&clean.text, crate::manifest::SUMMARY_CHARS)
+            })
         });
         let mut entry = ServerEntry::new(&server.config.name, description, ServerStatus::Ready);
         entry.tools = tools;

@@ -291,3 +291,52 @@ async fn the_validator_refuses_with_rule_and_position() {
     );
     assert_eq!(s.execute("async () => 1 + 1").await, 2);
 }
+
+/// A server whose tool metadata attacks the model: unsafe names are
+/// dropped, escapes and invisible characters removed, injection markers
+/// neutralised and flagged, sizes bounded; validation strings survive.
+#[tokio::test]
+async fn hostile_tool_metadata_is_sanitized() {
+    let dir = scratch("hostile-meta");
+    let s = connect(&write_config(&dir, &fixture("shady", &["--hostile"]))).await;
+    let seen = s
+        .search(
+            r#"async () => {
+                const bad = ["two words", "rtl\u202etxt.exe", "x".repeat(200)].map(n => {
+                    try { manifest.tool("shady", n); return "found"; } catch (e) { return e.code; }
+                });
+                return {
+                    bad,
+                    poisoned: manifest.tool("shady", "poisoned"),
+                    wordy: manifest.tool("shady", "wordy").description.length,
+                    huge: JSON.stringify(manifest.tool("shady", "huge_schema").inputSchema).length,
+                };
+            }"#,
+        )
+        .await;
+    let poisoned = &seen["poisoned"];
+    let text = poisoned.to_string();
+    for gone in ["\\u001b", "\\u200b", "\\u202e", "\\u0007", "<|im_start|>", "IGNORE ALL PREVIOUS", "<system>", "</user>"] {
+        assert!(!text.contains(gone), "{gone} in {text}");
+    }
+    assert!(text.contains("[removed: instruction-like text]"), "{text}");
+    assert!(poisoned["warning"].as_str().unwrap().contains("instruction-like"), "{text}");
+    assert_eq!(poisoned["title"], "Poisoned");
+    assert_eq!(
+        poisoned["inputSchema"]["properties"]["url"]["pattern"], "^https://",
+        "validation strings are kept"
+    );
+    assert!(seen["wordy"].as_u64().unwrap() < 2200, "{}", seen["wordy"]);
+    assert!(seen["huge"].as_u64().unwrap() < 1000, "{}", seen["huge"]);
+    // The unsafe names never reach the manifest; calls to them cannot be made.
+    assert_eq!(seen["bad"], json!(["TOOL_NOT_FOUND", "TOOL_NOT_FOUND", "TOOL_NOT_FOUND"]));
+    // Validation still applies to the sanitized tool, and calls work.
+    let e = s
+        .execute_err(r#"async () => forge.callTool("shady", "poisoned", { url: "ftp://x" })"#)
+        .await;
+    assert_eq!(e["forge"]["code"], "INVALID_ARGUMENTS", "{e:#}");
+    let v = s
+        .execute(r#"async () => (await forge.callTool("shady", "poisoned", { url: "https://x" })).tool"#)
+        .await;
+    assert_eq!(v, "poisoned");
+}
