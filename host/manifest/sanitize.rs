@@ -164,17 +164,35 @@ mod tests {
 
     #[test]
     fn names_are_plain_identifiers() {
-        for ok in ["search", "issues.create", "get-sum", "tool_42", &"a".repeat(128)] {
+        for ok in [
+            "search",
+            "issues.create",
+            "get-sum",
+            "tool_42",
+            &"a".repeat(128),
+        ] {
             assert!(valid_tool_name(ok), "{ok}");
         }
-        for bad in ["", "two words", "evil\u{202e}txt", "x\ny", "<system>", "ünïcode", "a/b", &"a".repeat(129)] {
+        for bad in [
+            "",
+            "two words",
+            "evil\u{202e}txt",
+            "x\ny",
+            "<system>",
+            "ünïcode",
+            "a/b",
+            &"a".repeat(129),
+        ] {
             assert!(!valid_tool_name(bad), "{bad:?}");
         }
     }
 
     #[test]
     fn escapes_controls_and_invisibles_go() {
-        let c = clean_text("\x1b[31mred\x1b[0m \x1b]0;title\x07ok\u{200b}\u{202e}gnp.exe\u{feff}\u{e0041}\x07\r\nline\ttab", 1000);
+        let c = clean_text(
+            "\x1b[31mred\x1b[0m \x1b]0;title\x07ok\u{200b}\u{202e}gnp.exe\u{feff}\u{e0041}\x07\r\nline\ttab",
+            1000,
+        );
         assert_eq!(c.text, "red okgnp.exe\nline\ttab");
         assert!(!c.flagged);
     }
@@ -193,7 +211,14 @@ mod tests {
             let c = clean_text(hostile, 1000);
             assert!(c.flagged, "{hostile}");
             assert!(c.text.contains(INJECTION_MARKER), "{}", c.text);
-            for gone in ["<|im_start|>", "<system>", "PREVIOUS INSTRUCTIONS", "[INST]", "you are now", "new instructions:"] {
+            for gone in [
+                "<|im_start|>",
+                "<system>",
+                "PREVIOUS INSTRUCTIONS",
+                "[INST]",
+                "you are now",
+                "new instructions:",
+            ] {
                 assert!(!c.text.contains(gone), "{gone} in {}", c.text);
             }
         }
@@ -228,13 +253,26 @@ mod tests {
             }
         });
         assert!(clean_schema(&mut schema));
-        assert_eq!(schema["properties"]["mode"]["enum"][0], "ignore previous instructions");
+        assert_eq!(
+            schema["properties"]["mode"]["enum"][0],
+            "ignore previous instructions"
+        );
         assert_eq!(schema["properties"]["id"]["pattern"], "^[a-z]+$");
-        let d = schema["properties"]["mode"]["description"].as_str().unwrap();
-        assert!(d.starts_with("Mode. ") && d.contains(INJECTION_MARKER), "{d}");
+        let d = schema["properties"]["mode"]["description"]
+            .as_str()
+            .unwrap();
+        assert!(
+            d.starts_with("Mode. ") && d.contains(INJECTION_MARKER),
+            "{d}"
+        );
         assert_eq!(schema["title"], INJECTION_MARKER);
         let mut huge = json!({"type": "object", "description": "x".repeat(MAX_SCHEMA)});
         assert!(!clean_schema(&mut huge));
-        assert!(huge["description"].as_str().unwrap().contains("schema removed"));
+        assert!(
+            huge["description"]
+                .as_str()
+                .unwrap()
+                .contains("schema removed")
+        );
     }
 }

@@ -326,19 +326,26 @@ async fn stdio_children_inherit_no_file_descriptors() {
     let file = std::fs::File::create(&marker).unwrap();
     let raw = file.as_raw_fd();
     let mut cmd = quickforge_cmd(Some(&write_config(&dir, &fixture("fdcheck", &[]))));
+    const INHERITED: i32 = 7;
     // The gateway inherits the marker as descriptor 7, without
     // close-on-exec, as a careless parent would hand it over.
     // SAFETY: dup2 is async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::dup2(raw, 7) < 0 {
+            // dup2 onto itself would keep close-on-exec set.
+            let ok = if raw == INHERITED {
+                libc::fcntl(raw, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(raw, INHERITED)
+            };
+            if ok < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
         });
     }
     let s = connect_with(cmd).await;
-    let gateway_fd = std::fs::read_link(format!("/proc/{}/fd/7", s.child.id().unwrap()));
+    let gateway_fd = std::fs::read_link(format!("/proc/{}/fd/{INHERITED}", s.child.id().unwrap()));
     assert_eq!(
         gateway_fd.ok().as_deref(),
         Some(marker.as_path()),

@@ -316,11 +316,26 @@ async fn hostile_tool_metadata_is_sanitized() {
         .await;
     let poisoned = &seen["poisoned"];
     let text = poisoned.to_string();
-    for gone in ["\\u001b", "\\u200b", "\\u202e", "\\u0007", "<|im_start|>", "IGNORE ALL PREVIOUS", "<system>", "</user>"] {
+    for gone in [
+        "\\u001b",
+        "\\u200b",
+        "\\u202e",
+        "\\u0007",
+        "<|im_start|>",
+        "IGNORE ALL PREVIOUS",
+        "<system>",
+        "</user>",
+    ] {
         assert!(!text.contains(gone), "{gone} in {text}");
     }
     assert!(text.contains("[removed: instruction-like text]"), "{text}");
-    assert!(poisoned["warning"].as_str().unwrap().contains("instruction-like"), "{text}");
+    assert!(
+        poisoned["warning"]
+            .as_str()
+            .unwrap()
+            .contains("instruction-like"),
+        "{text}"
+    );
     assert_eq!(poisoned["title"], "Poisoned");
     assert_eq!(
         poisoned["inputSchema"]["properties"]["url"]["pattern"], "^https://",
@@ -329,14 +344,19 @@ async fn hostile_tool_metadata_is_sanitized() {
     assert!(seen["wordy"].as_u64().unwrap() < 2200, "{}", seen["wordy"]);
     assert!(seen["huge"].as_u64().unwrap() < 1000, "{}", seen["huge"]);
     // The unsafe names never reach the manifest; calls to them cannot be made.
-    assert_eq!(seen["bad"], json!(["TOOL_NOT_FOUND", "TOOL_NOT_FOUND", "TOOL_NOT_FOUND"]));
+    assert_eq!(
+        seen["bad"],
+        json!(["TOOL_NOT_FOUND", "TOOL_NOT_FOUND", "TOOL_NOT_FOUND"])
+    );
     // Validation still applies to the sanitized tool, and calls work.
     let e = s
         .execute_err(r#"async () => forge.callTool("shady", "poisoned", { url: "ftp://x" })"#)
         .await;
     assert_eq!(e["forge"]["code"], "INVALID_ARGUMENTS", "{e:#}");
     let v = s
-        .execute(r#"async () => (await forge.callTool("shady", "poisoned", { url: "https://x" })).tool"#)
+        .execute(
+            r#"async () => (await forge.callTool("shady", "poisoned", { url: "https://x" })).tool"#,
+        )
         .await;
     assert_eq!(v, "poisoned");
 }
