@@ -23,7 +23,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::convert;
 use super::limited_http::LimitedHttp;
-use super::sse::{Broken, SseTransport};
+use super::sse::SseTransport;
 use crate::config::{INHERITED_ENV, ServerConfig, Transport};
 use crate::error::ForgeError;
 
@@ -57,17 +57,41 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for LimitedLines<R> {
                 } else {
                     this.since_newline += 1;
                     if this.since_newline > this.limit {
-                        let why = format!(
-                            "the server sent a message larger than its limit of {} bytes (max_response_mb); the session was reset",
-                            this.limit
-                        );
-                        *this.broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(why.clone());
+                        let why = this.broken.oversized(this.limit);
                         return std::task::Poll::Ready(Err(std::io::Error::other(why)));
                     }
                 }
             }
         }
         polled
+    }
+}
+
+/// Why quickforge reset a session itself, shared by a connection and its
+/// transport, so the calls that then fail name the cause rather than a bare
+/// "transport closed".
+#[derive(Debug, Clone, Default)]
+pub struct Broken(Arc<std::sync::Mutex<Option<String>>>);
+
+impl Broken {
+    /// Records `why`.
+    pub fn set(&self, why: String) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+    }
+
+    /// Records that the server sent one message over `limit` bytes, and
+    /// returns the reason. Every transport says it the same way.
+    pub fn oversized(&self, limit: usize) -> String {
+        let why = format!(
+            "the server sent a message larger than its limit of {limit} bytes (max_response_mb); the session was reset"
+        );
+        self.set(why.clone());
+        why
+    }
+
+    /// The recorded reason, if any.
+    pub fn reason(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
@@ -269,7 +293,7 @@ pub async fn connect(
                 pid,
                 child: std::sync::Mutex::new(Some(child)),
             };
-            let broken = Arc::new(std::sync::Mutex::new(None));
+            let broken = Broken::default();
             let limit = config.max_response_bytes;
             let stdout = LimitedLines {
                 inner: stdout,
@@ -391,6 +415,11 @@ pub const STDERR_LINES_PER_SEC: u32 = 50;
 /// See [`STDERR_LINES_PER_SEC`].
 pub const STDERR_BURST: u32 = 200;
 
+/// Reports stderr lines [`drain_stderr`] left out of the log.
+fn log_dropped(server: &str, dropped: u64) {
+    tracing::warn!(target: "quickforge::downstream", server = %server, "{dropped} stderr lines dropped (over {STDERR_LINES_PER_SEC} lines/s)");
+}
+
 /// Copies a server's stderr into the gateway's log, line by line, each line
 /// cut at [`MAX_STDERR_LINE`] bytes and the rate held to
 /// [`STDERR_LINES_PER_SEC`], so a chatty server can grow neither memory nor
@@ -414,7 +443,7 @@ async fn drain_stderr(server: String, stderr: tokio::process::ChildStderr) {
             return;
         }
         if dropped > 0 {
-            tracing::warn!(target: "quickforge::downstream", server = %server, "{dropped} stderr lines dropped (over {STDERR_LINES_PER_SEC} lines/s)");
+            log_dropped(&server, dropped);
             dropped = 0;
         }
         tracing::info!(target: "quickforge::downstream", server = %server, "{text}");
@@ -439,7 +468,7 @@ async fn drain_stderr(server: String, stderr: tokio::process::ChildStderr) {
     }
     emit(&line);
     if dropped > 0 {
-        tracing::warn!(target: "quickforge::downstream", server = %server, "{dropped} stderr lines dropped (over {STDERR_LINES_PER_SEC} lines/s)");
+        log_dropped(&server, dropped);
     }
 }
 
@@ -512,12 +541,7 @@ async fn send(
 ) -> Result<ServerResult, ForgeError> {
     let fail = |e| {
         // A session quickforge reset itself says why.
-        let broken = conn
-            .broken
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        match broken {
+        match conn.broken.reason() {
             Some(why) if matches!(e, ServiceError::TransportClosed | ServiceError::TransportSend(_) | ServiceError::Cancelled { .. }) => {
                 ForgeError::new("RESPONSE_TOO_LARGE", format!("server {server:?}: {why}"))
                     .suggest("ask the tool for less (filters, paging), or raise this server's max_response_mb")

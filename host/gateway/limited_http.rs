@@ -16,7 +16,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
-use super::sse::Broken;
+use super::downstream::Broken;
 
 /// rmcp's cap on a JSON (non-SSE) response body, which it does not let
 /// callers change.
@@ -38,10 +38,6 @@ impl LimitedHttp {
         LimitedHttp { inner, broken }
     }
 
-    fn note(&self, why: String) {
-        *self.broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
-    }
-
     /// Watches `events` for rmcp's "event too large" error.
     fn watch(&self, events: Events, limit: usize) -> Events {
         let this = self.clone();
@@ -50,9 +46,7 @@ impl LimitedHttp {
                 if let Err(e) = item
                     && too_large(e)
                 {
-                    this.note(format!(
-                        "the server sent a message larger than its limit of {limit} bytes (max_response_mb); the session was reset"
-                    ));
+                    this.broken.oversized(limit);
                 }
             })
             .boxed()
@@ -68,7 +62,7 @@ impl LimitedHttp {
                 StreamableHttpPostResponse::Sse(self.watch(events, limit), sid),
             ),
             Err(e @ StreamableHttpError::ResponseBodyTooLarge { .. }) => {
-                self.note(format!(
+                self.broken.set(format!(
                     "the server sent a JSON body larger than the HTTP client's fixed limit of {RMCP_JSON_LIMIT_MB} MiB (max_response_mb cannot raise it); the session was reset"
                 ));
                 Err(e)

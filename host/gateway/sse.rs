@@ -17,13 +17,12 @@ use sse_stream::SseStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::downstream::Broken;
+
 /// Messages buffered between the event stream and the client. The reader
 /// waits when it is full, which slows a flooding server rather than growing
 /// the gateway's memory.
 const CHANNEL: usize = 64;
-
-/// Why quickforge reset a session itself, shared with its connection.
-pub type Broken = std::sync::Arc<std::sync::Mutex<Option<String>>>;
 
 /// Longest error body quoted from a failed request.
 const MAX_BODY: usize = 512;
@@ -91,11 +90,7 @@ fn bounded_events(
                     at_line_start = false;
                     since_blank += 1;
                     if since_blank > limit {
-                        let why = format!(
-                            "the server sent a message larger than its limit of {limit} bytes (max_response_mb); the session was reset"
-                        );
-                        *broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(why.clone());
-                        return Err(std::io::Error::other(why));
+                        return Err(std::io::Error::other(broken.oversized(limit)));
                     }
                 }
             }

@@ -138,16 +138,12 @@ async fn a_100_mb_result_fails_with_the_limit_and_memory_stays_flat() {
     }
     healthy(&s).await;
     // The server comes back for calls of a sane size.
-    let v = eventually(Duration::from_secs(30), || async {
-        let r = s
-            .call(
-                "execute",
-                r#"async () => (await forge.callTool("faulty", "big", { mb: 0.001 })).length"#,
-            )
-            .await;
-        (r.is_error != Some(true)).then(|| ok_value(&r))
-    })
-    .await;
+    let v = s
+        .execute_when_ready(
+            Duration::from_secs(30),
+            r#"async () => (await forge.callTool("faulty", "big", { mb: 0.001 })).length"#,
+        )
+        .await;
     assert_eq!(v, 1048);
 }
 
@@ -414,16 +410,12 @@ async fn an_expired_http_session_is_initialized_again() {
     assert!(v.as_u64().unwrap() >= 1, "the fixture had a session: {v}");
     // The next call meets a 404 for its session, and the gateway
     // initializes a new one; calls go on succeeding.
-    let after = eventually(Duration::from_secs(30), || async {
-        let r = s
-            .call(
-                "execute",
-                r#"async () => (await forge.callTool("remote", "stats", {})).initialized"#,
-            )
-            .await;
-        (r.is_error != Some(true)).then(|| ok_value(&r))
-    })
-    .await;
+    let after = s
+        .execute_when_ready(
+            Duration::from_secs(30),
+            r#"async () => (await forge.callTool("remote", "stats", {})).initialized"#,
+        )
+        .await;
     assert_eq!(
         after.as_u64().unwrap(),
         before.as_u64().unwrap() + 1,
@@ -467,16 +459,12 @@ async fn oversized_over(mode: &str, url: &str) {
         "{e:#}"
     );
     healthy(&s).await;
-    let v = eventually(Duration::from_secs(30), || async {
-        let r = s
-            .call(
-                "execute",
-                r#"async () => (await forge.callTool("remote", "slow", { ms: 1 })).slept"#,
-            )
-            .await;
-        (r.is_error != Some(true)).then(|| ok_value(&r))
-    })
-    .await;
+    let v = s
+        .execute_when_ready(
+            Duration::from_secs(30),
+            r#"async () => (await forge.callTool("remote", "slow", { ms: 1 })).slept"#,
+        )
+        .await;
     assert_eq!(v, 1, "the server serves again after the oversized answer");
 }
 

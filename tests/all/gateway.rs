@@ -232,16 +232,12 @@ async fn a_server_that_dies_mid_session_fails_calls_then_comes_back() {
         "Echo: still here"
     );
     // The gateway respawns it; the manifest says when it is back.
-    let new_pid = eventually(Duration::from_secs(30), || async {
-        let r = s
-            .call(
-                "execute",
-                r#"async () => (await forge.callTool("flaky", "whoami", {})).pid"#,
-            )
-            .await;
-        (r.is_error != Some(true)).then(|| ok_value(&r))
-    })
-    .await;
+    let new_pid = s
+        .execute_when_ready(
+            Duration::from_secs(30),
+            r#"async () => (await forge.callTool("flaky", "whoami", {})).pid"#,
+        )
+        .await;
     assert_ne!(new_pid, pid, "a new process");
     let status = s
         .search(r#"async () => manifest.servers.find(s => s.name === "flaky").status"#)

@@ -186,16 +186,12 @@ async fn a_thousand_executions_a_hundred_at_a_time() {
         }
     }
     // The crashed server is back and serves again.
-    let back = eventually(Duration::from_secs(30), || async {
-        let r = s
-            .call(
-                "execute",
-                r#"async () => (await forge.callTool("faulty", "slow", { ms: 1 })).slept"#,
-            )
-            .await;
-        (r.is_error != Some(true)).then(|| ok_value(&r))
-    })
-    .await;
+    let back = s
+        .execute_when_ready(
+            Duration::from_secs(30),
+            r#"async () => (await forge.callTool("faulty", "slow", { ms: 1 })).slept"#,
+        )
+        .await;
     assert_eq!(back, 1);
     assert!(
         rss1 <= rss0 + rss0 / 10,

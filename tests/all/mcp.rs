@@ -171,6 +171,16 @@ impl Session {
             .expect("the call got an answer")
     }
 
+    /// Runs `code` with `execute` until it succeeds (a server reconnecting,
+    /// a session re-initializing), at most `bound`; returns its value.
+    pub async fn execute_when_ready(&self, bound: Duration, code: &str) -> Value {
+        eventually(bound, || async {
+            let r = self.call("execute", code).await;
+            (r.is_error != Some(true)).then(|| ok_value(&r))
+        })
+        .await
+    }
+
     /// Runs `code` with `execute` and returns its value; panics on an error.
     pub async fn execute(&self, code: &str) -> Value {
         ok_value(&self.call("execute", code).await)
