@@ -53,6 +53,7 @@ async fn sample_sandbox(sandbox: &Sandbox, code: &str, warmup: usize, n: usize) 
         dispatcher: Arc::new(Instant0),
         manifest: Arc::new(NoServers),
         stash: Arc::new(Stash::default()),
+        audit: None,
     };
     for _ in 0..warmup {
         sandbox

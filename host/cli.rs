@@ -145,6 +145,15 @@ fn load_config(path: Option<PathBuf>) -> Result<Config, ExitCode> {
 }
 
 async fn start(config: &Config) -> Result<Arc<Shared>, ExitCode> {
+    // Before the sandbox, which takes seconds on a cold cache: a bad path
+    // should fail at once.
+    let audit = match crate::audit::AuditLog::open(&config.audit) {
+        Ok(log) => log,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Err(ExitCode::from(EXIT_USAGE));
+        }
+    };
     let sandbox = match Sandbox::new(config.sandbox.clone(), config.cache_dir.clone()).await {
         Ok(s) => Arc::new(s),
         Err(e) => {
@@ -155,7 +164,8 @@ async fn start(config: &Config) -> Result<Arc<Shared>, ExitCode> {
     Ok(Arc::new(
         Shared::new(sandbox, Gateway::start(config), config.stash.clone())
             .with_rate_limit(config.executions_per_minute)
-            .with_validation(config.validate),
+            .with_validation(config.validate)
+            .with_audit(audit),
     ))
 }
 

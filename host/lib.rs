@@ -9,6 +9,7 @@
 //! - [`stash`] — the per-session key-value store;
 //! - [`policy`] — tool policy, strict server groups, rate limits;
 //! - [`redact`] — secrets out of every error text and log line;
+//! - [`audit`] — one JSON line per execution, for investigation;
 //! - [`config`] — forge.toml;
 //! - [`error`] — the typed failures;
 //! - [`suggest`] — did-you-mean for misspelled names;
@@ -17,6 +18,7 @@
 //! - [`validate`] — the static check of a script before it runs;
 //! - [`cli`] — the `quickforge` command.
 
+pub mod audit;
 pub mod cli;
 pub mod config;
 pub mod dispatch;

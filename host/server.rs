@@ -79,6 +79,8 @@ pub struct Shared {
     /// Whether scripts pass the static validator before they run
     /// (`[sandbox] validate`).
     pub validate: bool,
+    /// Where each execution is recorded (`[audit]`); `None` records nothing.
+    pub audit: Option<Arc<crate::audit::AuditLog>>,
 }
 
 impl Shared {
@@ -91,7 +93,14 @@ impl Shared {
             running: tokio_util::task::TaskTracker::new(),
             rate: None,
             validate: true,
+            audit: None,
         }
+    }
+
+    /// Records every execution in `log`.
+    pub fn with_audit(mut self, log: Option<crate::audit::AuditLog>) -> Shared {
+        self.audit = log.map(Arc::new);
+        self
     }
 
     /// Turns the static validator on or off. Off, the sandbox's own
@@ -130,26 +139,49 @@ impl Shared {
 pub struct ForgeServer {
     shared: Arc<Shared>,
     stash: Arc<Stash>,
+    /// Random; names the session in the audit log.
+    session: Arc<str>,
 }
 
 impl ForgeServer {
     /// A new session with an empty stash.
     pub fn new(shared: Arc<Shared>) -> ForgeServer {
         let stash = Arc::new(Stash::new(shared.stash_limits.clone()));
-        ForgeServer { shared, stash }
+        ForgeServer {
+            shared,
+            stash,
+            session: crate::audit::random_id(8).into(),
+        }
     }
 
-    /// Runs `code` in `mode` for this session.
+    /// Runs `code` in `mode` for this session, and records it in the audit
+    /// log, if there is one.
     pub async fn run(&self, mode: Mode, code: &str) -> Report {
+        let Some(audit) = &self.shared.audit else {
+            return self.admit(mode, code).await;
+        };
+        let arrival = crate::audit::Arrival {
+            session: &self.session,
+            at: std::time::SystemTime::now(),
+            mode,
+            code,
+        };
+        let started = std::time::Instant::now();
+        let mut report = self.admit(mode, code).await;
+        let took = started.elapsed();
+        let trail = report.trail.take();
+        let record = audit.record(&arrival, &report, trail, took);
+        audit.write(&record);
+        report
+    }
+
+    /// Runs `code` unless the gateway is closing or over its execution rate.
+    async fn admit(&self, mode: Mode, code: &str) -> Report {
         if self.shared.running.is_closed() {
-            return Report {
-                result: Err(crate::error::ExecutionError::new(
-                    crate::error::ErrorKind::Busy,
-                    "the gateway is shutting down and takes no new executions",
-                )),
-                logs: Vec::new(),
-                stats: Default::default(),
-            };
+            return Report::refused(crate::error::ExecutionError::new(
+                crate::error::ErrorKind::Busy,
+                "the gateway is shutting down and takes no new executions",
+            ));
         }
         if let Some(Err(e)) = self.shared.rate.as_ref().map(|r| r.take()) {
             let mut err = crate::error::ExecutionError::new(
@@ -157,11 +189,7 @@ impl ForgeServer {
                 e.message.clone(),
             );
             err.forge = Some(e);
-            return Report {
-                result: Err(err),
-                logs: Vec::new(),
-                stats: Default::default(),
-            };
+            return Report::refused(err);
         }
         self.shared
             .running
@@ -195,11 +223,7 @@ impl ForgeServer {
                 )),
             };
             if let Some((kind, message)) = refusal {
-                return Report {
-                    result: Err(crate::error::ExecutionError::new(kind, message)),
-                    logs: Vec::new(),
-                    stats: Default::default(),
-                };
+                return Report::refused(crate::error::ExecutionError::new(kind, message));
             }
         }
         let gateway = &self.shared.gateway;
@@ -209,6 +233,7 @@ impl ForgeServer {
             dispatcher: Arc::new(gateway.router(&snapshot)),
             manifest: Arc::new(snapshot),
             stash: self.stash.clone(),
+            audit: self.shared.audit.as_ref().map(|a| a.max_operations()),
         };
         self.shared.sandbox.run(mode, code, cx).await
     }

@@ -95,6 +95,8 @@ pub struct Config {
     /// `[sandbox] validate`: whether scripts pass the static validator
     /// before they run.
     pub validate: bool,
+    /// `[audit]`, with `file` resolved against the config file's folder.
+    pub audit: crate::audit::AuditConfig,
 }
 
 impl Default for Config {
@@ -110,6 +112,7 @@ impl Default for Config {
             manifest: ManifestConfig::default(),
             executions_per_minute: None,
             validate: true,
+            audit: crate::audit::AuditConfig::default(),
         }
     }
 }
@@ -124,6 +127,8 @@ struct RawConfig {
     #[serde(default)]
     groups: BTreeMap<Spanned<String>, Spanned<servers::RawGroup>>,
     manifest: Option<Spanned<servers::RawManifest>>,
+    #[serde(default)]
+    audit: crate::audit::AuditConfig,
 }
 
 /// Turns byte offsets of one file into error messages with line numbers.
@@ -352,6 +357,7 @@ impl Config {
                 )
             })?),
         };
+        let audit = resolve_audit(raw.audit, base_dir, path, &located, lookup)?;
         if let Some(mode) = &s.execution_mode {
             tracing::warn!(
                 execution_mode = %mode,
@@ -380,6 +386,59 @@ impl Config {
             manifest: downstream.manifest,
             executions_per_minute,
             validate: s.validate,
+            audit,
         })
     }
+}
+
+/// Checks `[audit]` and resolves its `file` against `base_dir`.
+fn resolve_audit(
+    mut audit: crate::audit::AuditConfig,
+    base_dir: &Path,
+    path: &Path,
+    located: &Located<'_>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<crate::audit::AuditConfig, ConfigError> {
+    use crate::audit::{MAX_OPERATIONS, MAX_PREVIEW_BYTES};
+    let invalid = |key: &str, message: String| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        line: located.line_of(&["audit", key]),
+        key: format!("audit.{key}"),
+        message,
+    };
+    if audit.preview_bytes > MAX_PREVIEW_BYTES {
+        return Err(invalid(
+            "preview_bytes",
+            format!(
+                "must be at most {MAX_PREVIEW_BYTES}, got {}",
+                audit.preview_bytes
+            ),
+        ));
+    }
+    if !(1..=MAX_OPERATIONS).contains(&audit.max_operations) {
+        return Err(invalid(
+            "max_operations",
+            format!(
+                "must be from 1 to {MAX_OPERATIONS}, got {}",
+                audit.max_operations
+            ),
+        ));
+    }
+    if let Some(file) = audit.file.take() {
+        // `${VAR}` works here as in server values, e.g. "${XDG_STATE_HOME}/…".
+        let file = match file.to_str() {
+            Some(text) => {
+                PathBuf::from(expand(text, lookup).map_err(|e| invalid("file", e.to_string()))?)
+            }
+            None => file,
+        };
+        if file.as_os_str().is_empty() {
+            return Err(invalid(
+                "file",
+                "must be a path (leave it out for no audit file)".into(),
+            ));
+        }
+        audit.file = Some(base_dir.join(file));
+    }
+    Ok(audit)
 }

@@ -350,7 +350,10 @@ pub async fn connect(
                         .map_err(|e| format!("MCP handshake over HTTP+SSE failed: {e}"))?;
                     Ok(finish(service, None, broken))
                 }
-                Err(e) => Err(format!("MCP handshake over streamable HTTP failed: {e}")),
+                Err(e) => Err(format!(
+                    "MCP handshake over streamable HTTP failed: {e}{}",
+                    redirect_hint(&e)
+                )),
             }
         }
     }
@@ -403,6 +406,26 @@ fn refuses_streamable_http(err: &rmcp::service::ClientInitializeError) -> bool {
         Some(StreamableHttpError::UnexpectedServerResponse(msg)) => msg.starts_with("HTTP 4"),
         Some(StreamableHttpError::UnexpectedContentType(_)) => true,
         _ => false,
+    }
+}
+
+/// Why a handshake that met a redirect failed, for the server's status: the
+/// gateway does not follow redirects (they could carry the configured
+/// credentials to another host), so the fix is in the config.
+fn redirect_hint(err: &rmcp::service::ClientInitializeError) -> &'static str {
+    use rmcp::service::ClientInitializeError as E;
+    let E::TransportError { error, .. } = err else {
+        return "";
+    };
+    match error
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        Some(StreamableHttpError::UnexpectedServerResponse(msg)) if msg.starts_with("HTTP 3") => {
+            " (the server answered with a redirect, which quickforge does not follow so that \
+             credentials cannot travel to another host; set `url` to the final address)"
+        }
+        _ => "",
     }
 }
 

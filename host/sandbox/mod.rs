@@ -101,6 +101,9 @@ pub struct ExecutionContext {
     pub manifest: Arc<dyn ManifestView>,
     /// The client session's stash.
     pub stash: Arc<Stash>,
+    /// Record every operation for the audit log, keeping at most this many
+    /// (see [`crate::audit`]); `None` records nothing, at no cost.
+    pub audit: Option<usize>,
 }
 
 impl Default for ExecutionContext {
@@ -110,6 +113,7 @@ impl Default for ExecutionContext {
             dispatcher: Arc::new(NoServers),
             manifest: Arc::new(NoServers),
             stash: Arc::default(),
+            audit: None,
         }
     }
 }
@@ -162,6 +166,10 @@ pub struct Report {
     pub logs: Vec<LogLine>,
     /// Counters.
     pub stats: Stats,
+    /// Every operation the script attempted, when the context asked for an
+    /// audit trail and the script ran.
+    #[serde(skip)]
+    pub trail: Option<crate::audit::Trail>,
 }
 
 fn serialize_result<S: serde::Serializer>(
@@ -279,7 +287,9 @@ impl Sandbox {
             // Calls the script started and never awaited still go out (a
             // fire-and-forget `forge.callTool` is a request, not a no-op);
             // their results are dropped.
-            while store.data_mut().calls.next().await.is_some() {}
+            while let Some((id, outcome, took)) = store.data_mut().calls.next().await {
+                store.data_mut().finished(id, &outcome, took);
+            }
             wasmtime::Result::Ok(outcome)
         })
         .await;
@@ -319,6 +329,7 @@ impl Sandbox {
         Report {
             result,
             logs: state.logs,
+            trail: state.trail,
             stats: Stats {
                 tool_calls: state.calls_started,
                 fuel,
@@ -398,10 +409,19 @@ impl Sandbox {
 
 /// A report for an execution that never started.
 fn failed(kind: ErrorKind, message: impl Into<String>) -> Report {
-    Report {
-        result: Err(ExecutionError::new(kind, message)),
-        logs: Vec::new(),
-        stats: Stats::default(),
+    Report::refused(ExecutionError::new(kind, message))
+}
+
+impl Report {
+    /// The report of an execution refused before it ran: no logs, no
+    /// counts, no trail.
+    pub fn refused(error: ExecutionError) -> Report {
+        Report {
+            result: Err(error),
+            logs: Vec::new(),
+            stats: Stats::default(),
+            trail: None,
+        }
     }
 }
 
@@ -585,6 +605,10 @@ impl ResourceLimiter for MemoryLimiter {
     }
 }
 
+/// A finished host operation: its call id, its JSON result or error, and how
+/// long it took (zero when no audit trail is kept).
+type Finished = (u32, Result<String, ForgeError>, Duration);
+
 /// The data of one execution's `Store`.
 struct State {
     wasi: WasiCtx,
@@ -596,7 +620,9 @@ struct State {
     /// task while the guest waits in `next-completion`: a call that is ready
     /// at once costs no cross-thread wake-up, and all calls in flight make
     /// progress together.
-    calls: FuturesUnordered<BoxFuture<(u32, Result<String, ForgeError>)>>,
+    calls: FuturesUnordered<BoxFuture<Finished>>,
+    /// The audit trail, when one is kept.
+    trail: Option<crate::audit::Trail>,
     calls_started: u32,
     /// Whether a call was refused for `max_tool_calls` in this run.
     budget_spent: bool,
@@ -611,6 +637,7 @@ struct State {
 
 impl State {
     fn new(mode: Mode, cx: ExecutionContext, limits: &SandboxLimits) -> Self {
+        let trail = cx.audit.map(crate::audit::Trail::new);
         State {
             // No preopens, no env, no args, closed stdio, every socket denied:
             // WASI is linked only because the guest's libc imports it.
@@ -622,6 +649,7 @@ impl State {
             },
             mode,
             cx,
+            trail,
             calls: FuturesUnordered::new(),
             calls_started: 0,
             budget_spent: false,

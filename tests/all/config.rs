@@ -275,6 +275,10 @@ fn the_example_config_documents_every_key_and_loads() {
         "allow_destructive",
         "calls_per_minute",
         "max_executions_per_minute",
+        "file",
+        "stderr",
+        "preview_bytes",
+        "max_operations",
     ] {
         assert!(
             text.contains(&format!("{key} =")),
@@ -319,4 +323,38 @@ fn credentials_travel_only_over_https_or_to_loopback() {
         "[servers.api]\nurl = \"https://api.example.com/mcp\"\nheaders = { X-Trace = \"a\\r\\nX-Evil: 1\" }\n",
     );
     assert!(e.contains("not a valid HTTP header value"), "{e}");
+}
+
+#[test]
+fn the_audit_section_is_checked_and_its_file_resolved() {
+    let c = parse("[audit]\nfile = \"logs/audit.jsonl\"\n").unwrap();
+    assert_eq!(
+        c.audit.file.as_deref(),
+        Some(Path::new("/etc/quickforge/logs/audit.jsonl")),
+        "relative to the config file's folder"
+    );
+    assert!(c.audit.enabled() && !c.audit.stderr);
+    assert!(!parse("").unwrap().audit.enabled(), "off by default");
+    let e = error("[audit]\nstderr = true\nmax_operations = 0\n");
+    assert!(
+        e.contains(":3") && e.contains("audit.max_operations") && e.contains("from 1 to 100000"),
+        "{e}"
+    );
+    let e = error("[audit]\npreview_bytes = 1000000\n");
+    assert!(
+        e.contains("audit.preview_bytes") && e.contains("at most 65536"),
+        "{e}"
+    );
+    let e = error("[audit]\nfile = \"${NOT_SET_ANYWHERE}/a.jsonl\"\n");
+    assert!(
+        e.contains("audit.file") && e.contains("NOT_SET_ANYWHERE"),
+        "{e}"
+    );
+    let e = error("[audit]\nfile = \"\"\n");
+    assert!(
+        e.contains("audit.file") && e.contains("must be a path"),
+        "{e}"
+    );
+    let e = error("[audit]\nfiel = \"a.jsonl\"\n");
+    assert!(e.contains("fiel"), "unknown keys are errors: {e}");
 }

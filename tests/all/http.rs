@@ -186,3 +186,109 @@ async fn downstream_servers_over_streamable_http_and_legacy_sse() {
         .await;
     assert_eq!(v, json!(["Echo: streamable", "Echo: sse"]));
 }
+
+/// Listens on a free port and counts connections, answering none.
+async fn counting_listener() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((_conn, _)) = listener.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    (port, hits)
+}
+
+/// An HTTP endpoint that answers every request with `status` and a
+/// `Location` pointing at `to`, as a moved or hijacked MCP endpoint would.
+async fn redirecting_endpoint(status: &'static str, to: String) -> u16 {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let to = to.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 * 1024];
+                let mut seen = Vec::new();
+                // The headers are enough to answer; the body is not read.
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let answer = format!(
+                    "HTTP/1.1 {status}\r\nLocation: {to}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+                let _ = conn.write_all(answer.as_bytes()).await;
+                let _ = conn.shutdown().await;
+            });
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn redirects_from_downstream_servers_are_not_followed() {
+    // Two endpoints redirect, temporarily and permanently, to another
+    // origin, with the configured credentials on the original request. The
+    // other origin must never see a connection, let alone the token.
+    let (target, hits) = counting_listener().await;
+    let temporary = redirecting_endpoint(
+        "307 Temporary Redirect",
+        format!("http://127.0.0.1:{target}/mcp"),
+    )
+    .await;
+    let permanent = redirecting_endpoint(
+        "308 Permanent Redirect",
+        format!("http://127.0.0.1:{target}/mcp"),
+    )
+    .await;
+    let dir = scratch("http-redirect");
+    let config = format!(
+        "[servers.moved]\nurl = \"http://127.0.0.1:{temporary}/mcp\"\nheaders = {{ Authorization = \"Bearer redirect-secret\" }}\n\n\
+         [servers.gone]\nurl = \"http://127.0.0.1:{permanent}/mcp\"\nheaders = {{ Authorization = \"Bearer redirect-secret\" }}\n\n{}",
+        fixture("fx", &[])
+    );
+    let s = connect(&write_config(&dir, &config)).await;
+    let servers = eventually(Duration::from_secs(30), || async {
+        let v = s
+            .search("async () => manifest.servers.map(s => [s.name, s.status, s.error ?? null])")
+            .await;
+        let settled = v.as_array().unwrap().iter().all(|s| s[1] != "connecting");
+        settled.then_some(v)
+    })
+    .await;
+    let servers = servers.as_array().unwrap();
+    for name in ["moved", "gone"] {
+        let entry = servers.iter().find(|s| s[0] == name).unwrap();
+        assert_eq!(entry[1], "unavailable", "{entry}");
+        let why = entry[2].as_str().unwrap_or_default();
+        assert!(
+            why.contains("redirect") && why.contains("set `url` to the final address"),
+            "the reason names the redirect and the fix: {entry}"
+        );
+        assert!(!why.contains("redirect-secret"), "{why}");
+    }
+    let e = s
+        .execute_err(r#"async () => { await forge.callTool("moved", "echo", {message: "x"}); }"#)
+        .await;
+    assert!(
+        e["message"].as_str().unwrap().contains("unavailable"),
+        "{e}"
+    );
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the redirect target was never contacted"
+    );
+    // The gateway still serves its healthy server.
+    assert_eq!(
+        s.execute(r#"async () => (await forge.callTool("fx", "whoami", {})) !== undefined"#)
+            .await,
+        true
+    );
+}

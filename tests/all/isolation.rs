@@ -26,6 +26,7 @@ async fn the_stash_is_the_only_channel_between_executions() {
         dispatcher: tools.clone(),
         manifest: tools,
         stash: Arc::new(Stash::default()),
+        audit: None,
     };
     let first = run_with(
         Kind::Default,

@@ -1,6 +1,7 @@
 //! quickforge's integration tests: one binary, so it links once.
 
 mod api;
+mod audit;
 mod bypass_corpus;
 mod cli;
 mod config;

@@ -160,6 +160,17 @@ pub async fn connect_logging_to(mut cmd: tokio::process::Command, log: Stdio) ->
 }
 
 impl Session {
+    /// Closes the client side, as a client quitting does, and waits (at
+    /// most 30 s) for the gateway to exit; returns its status.
+    pub async fn close(self) -> std::process::ExitStatus {
+        let Session { client, mut child } = self;
+        drop(client);
+        tokio::time::timeout(Duration::from_secs(30), child.wait())
+            .await
+            .expect("the gateway exits")
+            .unwrap()
+    }
+
     /// Calls `tool` (search or execute) with `code`.
     pub async fn call(&self, tool: &str, code: &str) -> CallToolResult {
         let mut args = serde_json::Map::new();

@@ -256,12 +256,7 @@ async fn downstream_secrets_are_redacted_from_errors_and_logs() {
         .execute_err(r#"async () => { await forge.callTool("leaky", "leak", {}); }"#)
         .await;
     assert!(!e.to_string().contains("hunter2"), "{e:#}");
-    let Session { client, mut child } = s;
-    drop(client);
-    tokio::time::timeout(std::time::Duration::from_secs(30), child.wait())
-        .await
-        .expect("the gateway exits")
-        .unwrap();
+    s.close().await;
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(
         text.contains("server=leaky"),

@@ -94,6 +94,7 @@ pub fn context() -> (ExecutionContext, Arc<TestTools>) {
         dispatcher: tools.clone(),
         manifest: tools.clone(),
         stash: Arc::new(Stash::default()),
+        audit: None,
     };
     (cx, tools)
 }

@@ -7,7 +7,8 @@ use super::super::bindings::quickforge::sandbox::calls::{Completion, Host};
 
 impl Host for State {
     async fn next_completion(&mut self) -> Option<Completion> {
-        let (id, outcome) = self.calls.next().await?;
+        let (id, outcome, took) = self.calls.next().await?;
+        self.finished(id, &outcome, took);
         Some(Completion {
             id,
             outcome: outcome.map_err(Into::into),

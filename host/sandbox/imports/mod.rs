@@ -116,7 +116,11 @@ impl State {
             Err(_panic) => return Err(panicked(id)),
         };
         self.calls_started = id;
+        // Timed only for the audit trail: an unaudited call costs no clock
+        // reads.
+        let timed = self.trail.is_some();
         self.calls.push(Box::pin(async move {
+            let started = timed.then(std::time::Instant::now);
             let outcome = match op.await {
                 Ok(result) => result.and_then(|value| {
                     serde_json::to_string(&value).map_err(|e| {
@@ -125,8 +129,43 @@ impl State {
                 }),
                 Err(_panic) => Err(panicked(id)),
             };
-            (id, outcome)
+            (
+                id,
+                outcome,
+                started.map(|s| s.elapsed()).unwrap_or_default(),
+            )
         }));
         Ok(id)
+    }
+
+    /// Records in the audit trail, if one is kept, an operation that started
+    /// `at` and got as far as `started` (a call id, or its end).
+    fn audit(
+        &mut self,
+        op: crate::audit::OpKind,
+        target: crate::audit::Target<'_>,
+        at: Option<std::time::Instant>,
+        started: Result<crate::audit::Started, &ForgeError>,
+    ) {
+        if let (Some(trail), Some(at)) = (&mut self.trail, at) {
+            trail.record(op, target, at, started);
+        }
+    }
+
+    /// The moment an operation starts, when an audit trail is kept.
+    fn audit_clock(&self) -> Option<std::time::Instant> {
+        self.trail.is_some().then(std::time::Instant::now)
+    }
+
+    /// Records the end of call `id` in the audit trail, if one is kept.
+    pub(in crate::sandbox) fn finished(
+        &mut self,
+        id: u32,
+        outcome: &Result<String, ForgeError>,
+        took: std::time::Duration,
+    ) {
+        if let Some(trail) = &mut self.trail {
+            trail.finish(id, outcome.as_ref().map(String::as_str), took);
+        }
     }
 }

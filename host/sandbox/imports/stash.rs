@@ -4,6 +4,35 @@ use std::time::Duration;
 
 use super::super::State;
 use super::super::bindings::quickforge::sandbox::{stash::Host, types::ForgeError as WitError};
+use crate::audit::{OpKind, Started, Target};
+use crate::error::ForgeError;
+
+impl State {
+    /// Runs one stash operation in execute mode, in the execution's stash
+    /// space, recording it in the audit trail with the bytes `size` says it
+    /// returned.
+    fn stash_op<T>(
+        &mut self,
+        op: OpKind,
+        key: Option<&str>,
+        value: Option<&str>,
+        run: impl FnOnce(&Self, Option<&std::sync::Arc<str>>) -> Result<T, ForgeError>,
+        size: impl FnOnce(&T) -> u64,
+    ) -> Result<T, ForgeError> {
+        let at = self.audit_clock();
+        let space = self.cx.dispatcher.stash_space();
+        let result = self
+            .require_execute("forge.stash")
+            .and_then(|()| run(self, space.as_ref()));
+        self.audit(
+            op,
+            Target::Stash(key, space.as_deref(), value),
+            at,
+            result.as_ref().map(|v| Started::Done(size(v))),
+        );
+        result
+    }
+}
 
 impl Host for State {
     fn put(
@@ -12,47 +41,56 @@ impl Host for State {
         value_json: String,
         ttl_secs: Option<u64>,
     ) -> wasmtime::Result<Result<(), WitError>> {
+        // The value moves into the stash; its hash is taken first, and only
+        // when it is audited.
+        let audited = self.trail.is_some().then(|| value_json.clone());
         Ok(self
-            .require_execute("forge.stash")
-            .and_then(|()| {
-                let space = self.cx.dispatcher.stash_space();
-                self.cx.stash.put(
-                    space.as_ref(),
-                    &key,
-                    value_json,
-                    ttl_secs.map(Duration::from_secs),
-                )
-            })
+            .stash_op(
+                OpKind::StashPut,
+                Some(&key),
+                audited.as_deref(),
+                |s, space| {
+                    s.cx.stash
+                        .put(space, &key, value_json, ttl_secs.map(Duration::from_secs))
+                },
+                |()| 0,
+            )
             .map_err(Into::into))
     }
 
     fn get(&mut self, key: String) -> wasmtime::Result<Result<Option<String>, WitError>> {
         Ok(self
-            .require_execute("forge.stash")
-            .and_then(|()| {
-                let space = self.cx.dispatcher.stash_space();
-                self.cx.stash.get(space.as_ref(), &key)
-            })
+            .stash_op(
+                OpKind::StashGet,
+                Some(&key),
+                None,
+                |s, space| s.cx.stash.get(space, &key),
+                |v| v.as_ref().map_or(0, |v| v.len() as u64),
+            )
             .map_err(Into::into))
     }
 
     fn delete(&mut self, key: String) -> wasmtime::Result<Result<bool, WitError>> {
         Ok(self
-            .require_execute("forge.stash")
-            .and_then(|()| {
-                let space = self.cx.dispatcher.stash_space();
-                self.cx.stash.delete(space.as_ref(), &key)
-            })
+            .stash_op(
+                OpKind::StashDelete,
+                Some(&key),
+                None,
+                |s, space| s.cx.stash.delete(space, &key),
+                |_| 0,
+            )
             .map_err(Into::into))
     }
 
     fn keys(&mut self) -> wasmtime::Result<Result<Vec<String>, WitError>> {
         Ok(self
-            .require_execute("forge.stash")
-            .map(|()| {
-                let space = self.cx.dispatcher.stash_space();
-                self.cx.stash.keys(space.as_ref())
-            })
+            .stash_op(
+                OpKind::StashKeys,
+                None,
+                None,
+                |s, space| Ok(s.cx.stash.keys(space)),
+                |keys| keys.len() as u64,
+            )
             .map_err(Into::into))
     }
 }

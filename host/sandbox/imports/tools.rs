@@ -2,6 +2,7 @@
 
 use super::super::State;
 use super::super::bindings::quickforge::sandbox::{tools::Host, types::ForgeError as WitError};
+use crate::audit::{OpKind, Started, Target};
 use crate::error::ForgeError;
 
 impl Host for State {
@@ -11,9 +12,15 @@ impl Host for State {
         tool: String,
         args_json: String,
     ) -> wasmtime::Result<Result<u32, WitError>> {
-        Ok(self
-            .start_tool_call(&server, &tool, &args_json)
-            .map_err(Into::into))
+        let at = self.audit_clock();
+        let started = self.start_tool_call(&server, &tool, &args_json);
+        self.audit(
+            OpKind::CallTool,
+            Target::Tool(&server, &tool, &args_json),
+            at,
+            started.as_ref().map(|&id| Started::Running(id)),
+        );
+        Ok(started.map_err(Into::into))
     }
 }
 

@@ -1,0 +1,241 @@
+//! The audit log (issue 4 item 8): one JSON line per execution, with every
+//! operation, and no secrets, written by the real binary.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+
+use crate::mcp::*;
+
+const TOKEN: &str = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+
+fn sha256(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn is_hash(v: &Value) -> bool {
+    v.as_str()
+        .is_some_and(|s| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+#[tokio::test]
+async fn every_execution_leaves_one_line_with_every_operation_and_no_secret() {
+    let dir = scratch("audit");
+    let config = format!(
+        "{}{}[sandbox]\ntimeout_secs = 3\n[audit]\nfile = \"audit.jsonl\"\npreview_bytes = 120\n",
+        memory(&dir),
+        fixture("fx", &[])
+    );
+    let s = connect(&write_config(&dir, &config)).await;
+    let log = dir.join("audit.jsonl");
+
+    // 1. Calls, a refused call, a tool error, a resource read and every
+    //    stash operation, with a secret in the code and the arguments.
+    let code = format!(
+        r#"async () => {{
+  const token = "{TOKEN}";
+  await forge.callTool("memory", "create_entities", {{entities: [{{name: "audited", entityType: "t", observations: [token]}}]}});
+  try {{ await forge.callTool("memory", "no_such_tool", {{}}); }} catch (e) {{}}
+  try {{ await forge.callTool("fx", "leak", {{}}); }} catch (e) {{}}
+  try {{ await forge.readResource("fx", "test://nothing/" + token); }} catch (e) {{}}
+  await forge.stash.put("k-" + token, {{token}});
+  const v = await forge.stash.get("k-" + token);
+  await forge.stash.keys();
+  await forge.stash.delete("k-" + token);
+  return v.token.length;
+}}"#
+    );
+    assert_eq!(s.execute(&code).await, 40);
+    let all = lines(&log);
+    assert_eq!(all.len(), 1, "one line per execution: {all:#?}");
+    let l = &all[0];
+    assert_eq!(l["event"], "execution");
+    assert_eq!(l["operation"], "execute");
+    assert_eq!(l["outcome"], "ok");
+    assert_eq!(l["code_sha256"], sha256(&code));
+    assert_eq!(l["code_bytes"], code.len());
+    let preview = l["code_preview"].as_str().unwrap();
+    assert!(preview.starts_with("async () => {"), "{preview}");
+    assert!(
+        preview.contains("[REDACTED") && preview.contains("bytes cut]"),
+        "{preview}"
+    );
+    assert_eq!(l["result_bytes"], 2);
+    assert!(l["duration_ms"].as_f64().unwrap() > 0.0);
+    assert!(
+        is_hash(&Value::String(l["id"].as_str().unwrap().repeat(2))),
+        "128-bit hex id: {l}"
+    );
+    let ts = l["timestamp"].as_str().unwrap();
+    assert!(
+        ts.len() == 24 && ts.ends_with('Z') && ts.as_bytes()[10] == b'T',
+        "{ts}"
+    );
+    let ops = l["operations"].as_array().unwrap();
+    let kinds: Vec<&str> = ops.iter().map(|o| o["op"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "call_tool",
+            "call_tool",
+            "call_tool",
+            "read_resource",
+            "stash_put",
+            "stash_get",
+            "stash_keys",
+            "stash_delete"
+        ]
+    );
+    let (create, unknown, leak, read) = (&ops[0], &ops[1], &ops[2], &ops[3]);
+    assert_eq!(
+        (&create["server"], &create["tool"], &create["outcome"]),
+        (&"memory".into(), &"create_entities".into(), &"ok".into())
+    );
+    assert!(is_hash(&create["args_sha256"]), "{create}");
+    assert!(create["args_bytes"].as_u64().unwrap() > 40);
+    assert!(create["bytes"].as_u64().unwrap() > 0, "{create}");
+    assert!(create["duration_us"].as_u64().unwrap() > 0, "{create}");
+    assert_eq!(unknown["outcome"], "error");
+    assert_eq!(unknown["error_code"], "TOOL_NOT_FOUND");
+    assert_eq!(unknown["args_sha256"], sha256("{}"));
+    assert_eq!(leak["error_code"], "TOOL_ERROR");
+    assert_eq!(read["outcome"], "error");
+    assert_eq!(
+        read["args_sha256"],
+        sha256(&format!("test://nothing/{TOKEN}"))
+    );
+    assert!(
+        read["uri"].as_str().unwrap().starts_with("test://nothing/"),
+        "{read}"
+    );
+    let (put, get, keys) = (&ops[4], &ops[5], &ops[6]);
+    assert_eq!(put["outcome"], "ok");
+    assert_eq!(
+        put["args_sha256"],
+        sha256(&format!("{{\"token\":\"{TOKEN}\"}}"))
+    );
+    assert_eq!(
+        get["bytes"], put["args_bytes"],
+        "get returns what put stored"
+    );
+    assert_eq!(keys["bytes"], 1, "one key");
+    assert!(
+        ops.windows(2)
+            .all(|w| w[0]["at_us"].as_u64() <= w[1]["at_us"].as_u64()),
+        "in the order they started"
+    );
+
+    // 2. A thrown error, a validator refusal, a search, and a timeout with
+    //    a call still in flight: each one line, each with its kind.
+    let e = s
+        .execute_err(&format!(
+            r#"async () => {{ throw new Error("boom {TOKEN}"); }}"#
+        ))
+        .await;
+    assert_eq!(e["kind"], "thrown");
+    s.execute_err(r#"async () => eval("1")"#).await;
+    s.search(r#"async () => manifest.search("entities")"#).await;
+    let e = s
+        .execute_err(r#"async () => { await forge.callTool("fx", "hang", {}); }"#)
+        .await;
+    assert_eq!(e["kind"], "timeout");
+    let all = lines(&log);
+    assert_eq!(all.len(), 5, "{all:#?}");
+    let (thrown, refused, search, timeout) = (&all[1], &all[2], &all[3], &all[4]);
+    assert_eq!(
+        (&thrown["outcome"], &thrown["error_kind"]),
+        (&"error".into(), &"thrown".into())
+    );
+    assert!(
+        thrown["error"].as_str().unwrap().contains("boom"),
+        "{thrown}"
+    );
+    assert_eq!(refused["error_kind"], "validation");
+    assert!(
+        refused["error"].as_str().unwrap().contains("eval"),
+        "{refused}"
+    );
+    assert_eq!(refused["operations"], Value::Array(vec![]));
+    assert_eq!(
+        (&search["operation"], &search["outcome"]),
+        (&"search".into(), &"ok".into())
+    );
+    assert_eq!(timeout["error_kind"], "timeout");
+    assert_eq!(timeout["operations"][0]["tool"], "hang");
+    assert_eq!(timeout["operations"][0]["outcome"], "cancelled");
+    let ids: std::collections::HashSet<&str> =
+        all.iter().map(|l| l["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 5, "ids are unique");
+    assert!(
+        all.iter().all(|l| l["session"] == all[0]["session"]),
+        "one session"
+    );
+
+    // No secret anywhere in the file: the token went into code, arguments,
+    // a key, a URI, a stored value and an error message.
+    let text = std::fs::read_to_string(&log).unwrap();
+    for secret in [TOKEN, "hunter2", "db.internal"] {
+        assert!(!text.contains(secret), "{secret} leaked into the audit log");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&log).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the log is private");
+    }
+    s.close().await;
+}
+
+#[tokio::test]
+async fn audit_lines_can_go_to_stderr_and_bounded_operations_are_counted() {
+    let dir = scratch("audit-stderr");
+    let stderr = dir.join("gateway.log");
+    let s = connect_logging_to(
+        quickforge_cmd(Some(&write_config(
+            &dir,
+            "[audit]\nstderr = true\nmax_operations = 3\n",
+        ))),
+        std::fs::File::create(&stderr).unwrap().into(),
+    )
+    .await;
+    s.execute("async () => { for (let i = 0; i < 10; i++) await forge.stash.put(\"k\" + i, i); return 1; }")
+        .await;
+    s.close().await;
+    let text = std::fs::read_to_string(&stderr).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("{\"event\":\"execution\""))
+        .unwrap_or_else(|| panic!("an audit line on stderr: {text}"));
+    let l: Value = serde_json::from_str(line).unwrap();
+    assert_eq!(l["operations"].as_array().unwrap().len(), 3);
+    assert_eq!(l["operations_dropped"], 7);
+}
+
+#[tokio::test]
+async fn an_audit_file_that_cannot_be_opened_stops_the_start_with_its_path() {
+    let dir = scratch("audit-bad");
+    let config = write_config(&dir, "[audit]\nfile = \"no/such/dir/audit.jsonl\"\n");
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        quickforge_cmd(Some(&config)).arg("serve").output(),
+    )
+    .await
+    .expect("it exits")
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("could not open the audit log") && err.contains("no/such/dir/audit.jsonl"),
+        "{err}"
+    );
+}
