@@ -157,6 +157,32 @@ async fn oversized_arguments_are_refused() {
 }
 
 #[tokio::test]
+async fn oversized_names_and_uris_are_refused() {
+    let code = r#"async () => {
+        const long = "x".repeat(5000);
+        const codes = [];
+        for (const f of [
+            () => forge.callTool(long, "echo", {}),
+            () => forge.callTool("alpha", long, {}),
+            () => forge.readResource(long, "test://a"),
+            () => forge.readResource("alpha", "test://" + long),
+        ]) {
+            try { await f(); codes.push("none"); } catch (e) { codes.push(`${e.code}: ${e.message.split(" is ")[0]}, ${e.message.includes("over the 4096-byte limit")}`); }
+        }
+        return codes;
+    }"#;
+    assert_eq!(
+        value(&run(Kind::Default, code).await),
+        &json!([
+            "INVALID_ARGUMENT: the server name, true",
+            "INVALID_ARGUMENT: the tool name, true",
+            "INVALID_ARGUMENT: the server name, true",
+            "INVALID_ARGUMENT: the resource URI, true",
+        ])
+    );
+}
+
+#[tokio::test]
 async fn promise_that_never_settles() {
     let msg = fails_as(
         Kind::Tight,
