@@ -23,7 +23,7 @@ use std::fs::File;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -149,9 +149,14 @@ pub struct Operation {
     /// Size of those arguments or that value, in bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub args_bytes: Option<u64>,
-    /// When it started, in microseconds since the execution started.
+    /// When the script started it, in microseconds since the execution
+    /// arrived.
     pub at_us: u64,
-    /// How long it took, in microseconds.
+    /// How long it ran, in microseconds: for a tool call or resource read,
+    /// from when the gateway first polled it (operations are driven while
+    /// the script waits, so from the script's first `await` after starting
+    /// it) to its answer as the gateway saw it. `at_us + duration_us` is
+    /// therefore not its end time when the script computed before waiting.
     pub duration_us: u64,
     /// How it ended.
     pub outcome: Outcome,
@@ -180,8 +185,32 @@ pub enum Target<'a> {
     Tool(&'a str, &'a str, &'a str),
     /// A resource read: server, URI.
     Resource(&'a str, &'a str),
-    /// A stash operation: key (none for `keys`), space, value (for `put`).
-    Stash(Option<&'a str>, Option<&'a str>, Option<&'a str>),
+    /// A stash operation: key (none for `keys`), space, and the digest of
+    /// the value of a `put` (taken before the value moved into the stash).
+    Stash(Option<&'a str>, Option<&'a str>, Option<Digest>),
+}
+
+/// Largest data hashed for the log: 16 MiB, far above the default
+/// `max_args_size` and `max_value_size` (1 MiB). Larger data, which the
+/// sandbox refuses unless those limits were raised, is recorded by its size
+/// alone, so a script cannot make the host hash gigabytes.
+pub const MAX_HASHED_BYTES: usize = 16 * 1024 * 1024;
+
+/// The SHA-256 and size of data an operation carried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Digest {
+    sha256: Option<String>,
+    bytes: u64,
+}
+
+impl Digest {
+    /// The digest of `data`; its hash only up to [`MAX_HASHED_BYTES`].
+    pub fn of(data: &str) -> Digest {
+        Digest {
+            sha256: (data.len() <= MAX_HASHED_BYTES).then(|| sha256(data)),
+            bytes: data.len() as u64,
+        }
+    }
 }
 
 impl Trail {
@@ -225,28 +254,28 @@ impl Trail {
             error_code: None,
             bytes: 0,
         };
-        let hash = |o: &mut Operation, data: &str| {
-            o.args_sha256 = Some(sha256(data));
-            o.args_bytes = Some(data.len() as u64);
+        let hash = |o: &mut Operation, digest: Digest| {
+            o.args_sha256 = digest.sha256;
+            o.args_bytes = Some(digest.bytes);
         };
         match target {
             Target::Tool(server, tool, args) => {
                 o.server = Some(name(server));
                 o.tool = Some(name(tool));
-                hash(&mut o, args);
+                hash(&mut o, Digest::of(args));
             }
             Target::Resource(server, uri) => {
                 o.server = Some(name(server));
                 // Redaction masks a URI's path, which may hold a token or a
                 // user name; the hash still identifies the exact resource.
                 o.uri = Some(name(uri));
-                hash(&mut o, uri);
+                hash(&mut o, Digest::of(uri));
             }
             Target::Stash(key, space, value) => {
                 o.key = key.map(name);
                 o.space = space.map(name);
-                if let Some(v) = value {
-                    hash(&mut o, v);
+                if let Some(digest) = value {
+                    hash(&mut o, digest);
                 }
             }
         }
@@ -290,11 +319,23 @@ impl Trail {
         }
     }
 
-    /// The operations, in the order they started (those still running
-    /// marked cancelled), and how many more were not kept.
-    pub fn into_parts(self) -> (Vec<Operation>, u64) {
-        (self.ops, self.dropped)
+    /// The operations so far, in the order they started (those still
+    /// running marked cancelled), and how many more were not kept.
+    pub fn snapshot(&self) -> (Vec<Operation>, u64) {
+        (self.ops.clone(), self.dropped)
     }
+}
+
+/// A trail shared between the sandbox, which records into it, and the
+/// session, which writes it out even when the execution is cancelled
+/// half-way. Locked once per operation, by one task at a time.
+pub type SharedTrail = std::sync::Arc<Mutex<Trail>>;
+
+/// Locks `trail`. A panic while it was held cannot leave it half-written
+/// (every update is a push or a field store), so a poisoned lock is used as
+/// is.
+pub fn lock(trail: &SharedTrail) -> std::sync::MutexGuard<'_, Trail> {
+    trail.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// How far an operation got when it was recorded.
@@ -315,8 +356,18 @@ pub fn sha256(data: &str) -> String {
     hex::encode(Sha256::digest(data.as_bytes()))
 }
 
+/// Longest name redacted and kept in part; a longer one (the sandbox
+/// refuses them, at 4 KiB) is recorded by its size alone: redacting it in
+/// full, up to `max_operations` times, could cost more than the script paid
+/// to make it, and redacting only its start could leave half a secret at
+/// the cut.
+const MAX_NAME_SCANNED: usize = 4096;
+
 /// A script-supplied identifier, redacted and bounded.
 fn name(text: &str) -> String {
+    if text.len() > MAX_NAME_SCANNED {
+        return format!("[{} bytes, not kept]", text.len());
+    }
     let redacted = crate::redact::redact(text).text;
     crate::error::clip(&redacted, MAX_NAME_BYTES)
 }
@@ -346,22 +397,24 @@ pub struct Record<'a> {
     pub operations_dropped: u64,
     /// Wall time from arrival to answer, in milliseconds.
     pub duration_ms: f64,
-    /// `ok` or `error`.
+    /// `ok`, `error`, or `cancelled` (the request was cancelled, or the
+    /// client went away, before the execution finished).
     pub outcome: &'static str,
     /// The error kind of a failed execution.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<crate::error::ErrorKind>,
-    /// The code of the `ForgeError` that ended it, if one did.
+    /// The code of the `ForgeError` that ended it, if one did (redacted
+    /// and bounded: a script can throw a code of its own).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error_code: Option<&'a str>,
+    pub error_code: Option<String>,
     /// The error message, redacted and bounded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Bytes of JSON returned to the client, after any cut.
     pub result_bytes: u64,
-    /// Fuel consumed.
+    /// Fuel consumed (0 when cancelled).
     pub fuel: u64,
-    /// Log lines the script wrote, kept and dropped.
+    /// Log lines the script wrote, kept and dropped (0 when cancelled).
     pub log_lines: u64,
 }
 
@@ -378,15 +431,23 @@ pub struct Arrival<'a> {
     pub code: &'a str,
 }
 
-/// Where audit lines go. Shared by every session.
+/// Lines waiting for the writer thread. A burst of a thousand executions
+/// fits; a log that cannot keep up for longer (a stalled disk, a stderr
+/// nobody reads) loses lines, counted and reported, rather than stalling
+/// every execution behind it.
+pub const QUEUE_LINES: usize = 1024;
+/// How long closing the log waits for queued lines to be written, at exit.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
+
+/// Where audit lines go. Shared by every session. Lines are written by a
+/// thread of their own, so no execution waits on a disk.
 pub struct AuditLog {
-    file: Option<Mutex<File>>,
-    stderr: bool,
+    queue: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    writer: Option<std::thread::JoinHandle<()>>,
+    /// Lines lost to a full queue since the writer last reported.
+    lost: std::sync::Arc<AtomicU64>,
     preview_bytes: usize,
     max_operations: usize,
-    /// Set while writes fail, so a full disk is reported once, not once per
-    /// execution.
-    failing: AtomicBool,
 }
 
 impl AuditLog {
@@ -397,61 +458,65 @@ impl AuditLog {
         }
         let file = match &config.file {
             None => None,
-            Some(path) => {
-                let mut options = std::fs::OpenOptions::new();
-                options.create(true).append(true);
-                #[cfg(unix)]
-                {
-                    use std::os::unix::fs::OpenOptionsExt as _;
-                    // The log describes what agents did: the user's alone.
-                    options.mode(0o600);
-                }
-                let file = options.open(path).map_err(|e| {
-                    std::io::Error::new(
-                        e.kind(),
-                        format!("could not open the audit log {}: {e}", path.display()),
-                    )
-                })?;
-                Some(Mutex::new(file))
-            }
+            Some(path) => Some(open_private(path)?),
         };
-        Ok(Some(AuditLog {
+        let (queue, lines) = std::sync::mpsc::sync_channel::<Vec<u8>>(QUEUE_LINES);
+        let lost = std::sync::Arc::new(AtomicU64::new(0));
+        let mut sink = Sink {
             file,
             stderr: config.stderr,
+            failing: false,
+            lost: lost.clone(),
+        };
+        let writer = std::thread::Builder::new()
+            .name("quickforge-audit".into())
+            .spawn(move || {
+                while let Ok(line) = lines.recv() {
+                    sink.write(&line);
+                }
+            })?;
+        Ok(Some(AuditLog {
+            queue: Some(queue),
+            writer: Some(writer),
+            lost,
             preview_bytes: config.preview_bytes,
             max_operations: config.max_operations,
-            failing: AtomicBool::new(false),
         }))
     }
 
-    /// Operations kept per execution.
-    pub fn max_operations(&self) -> usize {
-        self.max_operations
+    /// A new trail for one execution, bounded by `max_operations`.
+    pub fn trail(&self) -> SharedTrail {
+        std::sync::Arc::new(Mutex::new(Trail::new(self.max_operations)))
     }
 
     /// The line of one execution: `arrival` says what came in, `report`
-    /// what it produced, `trail` the operations the sandbox recorded (none
-    /// if it never ran), `took` the time to the answer.
+    /// what it produced (`None`: it was cancelled before it finished, as
+    /// when the client cancels the request or goes away), `trail` the
+    /// operations the sandbox recorded, `took` the time to the answer.
     pub fn record<'a>(
         &self,
         arrival: &Arrival<'a>,
-        report: &'a Report,
-        trail: Option<Trail>,
+        report: Option<&Report>,
+        trail: &SharedTrail,
         took: Duration,
     ) -> Record<'a> {
-        let (operations, operations_dropped) = trail.map(Trail::into_parts).unwrap_or_default();
-        let (outcome, error_kind, error_code, error, result_bytes) = match &report.result {
-            Ok(value) => (
+        let (operations, operations_dropped) = lock(trail).snapshot();
+        let (outcome, error_kind, error_code, error, result_bytes) = match report.map(|r| &r.result)
+        {
+            None => ("cancelled", None, None, None, 0),
+            Some(Ok(value)) => (
                 "ok",
                 None,
                 None,
                 None,
                 crate::sandbox::json_len(value) as u64,
             ),
-            Err(e) => (
+            // The code of an uncaught ForgeError may be the script's own
+            // invention: bounded and redacted like any other name.
+            Some(Err(e)) => (
                 "error",
                 Some(e.kind),
-                e.forge.as_ref().map(|f| f.code.as_str()),
+                e.forge.as_ref().map(|f| name(&f.code)),
                 Some(crate::error::clip(
                     &crate::redact::redact(&e.message).text,
                     MAX_MESSAGE_BYTES,
@@ -477,12 +542,13 @@ impl AuditLog {
             error_code,
             error,
             result_bytes,
-            fuel: report.stats.fuel,
-            log_lines: report.logs.len() as u64 + u64::from(report.stats.logs_dropped),
+            fuel: report.map_or(0, |r| r.stats.fuel),
+            log_lines: report.map_or(0, |r| r.logs.len() as u64 + u64::from(r.stats.logs_dropped)),
         }
     }
 
-    /// Writes `record` as one line to each destination.
+    /// Queues `record` to be written as one line to each destination.
+    /// Never blocks: when the queue is full the line is counted as lost.
     pub fn write(&self, record: &Record<'_>) {
         let mut line = match serde_json::to_vec(record) {
             Ok(line) => line,
@@ -492,36 +558,121 @@ impl AuditLog {
             }
         };
         line.push(b'\n');
-        let mut failed = None;
-        if let Some(file) = &self.file {
-            let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
-            if let Err(e) = file.write_all(&line) {
-                failed = Some(e);
+        if let Some(queue) = &self.queue
+            && let Err(std::sync::mpsc::TrySendError::Full(_)) = queue.try_send(line)
+        {
+            self.lost.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for AuditLog {
+    /// Writes the lines still queued (at most [`CLOSE_WAIT`]), so the last
+    /// executions before exit are in the log.
+    fn drop(&mut self) {
+        drop(self.queue.take());
+        let Some(writer) = self.writer.take() else {
+            return;
+        };
+        let deadline = Instant::now() + CLOSE_WAIT;
+        while !writer.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if writer.is_finished() {
+            let _ = writer.join();
+        } else {
+            tracing::error!(
+                "the audit log did not finish writing within {} s; lines may be missing",
+                CLOSE_WAIT.as_secs()
+            );
+        }
+    }
+}
+
+/// Opens `path` for appending, creating it readable by the user alone (the
+/// log describes what agents did). An existing file keeps its mode; one
+/// others can read is reported.
+fn open_private(path: &std::path::Path) -> std::io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let file = options.open(path).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("could not open the audit log {}: {e}", path.display()),
+        )
+    })?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = file.metadata()?.permissions().mode();
+        if mode & 0o077 != 0 {
+            tracing::warn!(
+                "the audit log {} is readable by others (mode {:o}); chmod 600 it",
+                path.display(),
+                mode & 0o777
+            );
+        }
+    }
+    Ok(file)
+}
+
+/// The writer thread's end: the destinations and their health.
+struct Sink {
+    file: Option<File>,
+    stderr: bool,
+    /// Set while writes to the file fail, so a full disk is reported once,
+    /// and the next line starts on a line of its own.
+    failing: bool,
+    lost: std::sync::Arc<AtomicU64>,
+}
+
+impl Sink {
+    fn write(&mut self, line: &[u8]) {
+        if let Some(file) = &mut self.file {
+            // A line cut short by a failed write is ended first, so the next
+            // one stays parseable.
+            let result = if self.failing {
+                file.write_all(b"\n").and_then(|()| file.write_all(line))
+            } else {
+                file.write_all(line)
+            };
+            match result {
+                Err(e) if !self.failing => {
+                    self.failing = true;
+                    tracing::error!("could not write to the audit log: {e}; executions go on");
+                }
+                Err(_) => {}
+                Ok(()) if self.failing => {
+                    self.failing = false;
+                    tracing::info!("the audit log is writable again");
+                }
+                Ok(()) => {}
             }
         }
         if self.stderr {
             // Already redacted: written as is, not through the log writer,
             // so the line stays parseable JSON.
-            let _ = std::io::stderr().lock().write_all(&line);
+            let _ = std::io::stderr().lock().write_all(line);
         }
-        match failed {
-            Some(e) => {
-                if !self.failing.swap(true, Ordering::Relaxed) {
-                    tracing::error!("could not write to the audit log: {e}; executions go on");
-                }
-            }
-            None => {
-                if self.failing.swap(false, Ordering::Relaxed) {
-                    tracing::info!("the audit log is writable again");
-                }
-            }
+        let lost = self.lost.swap(0, Ordering::Relaxed);
+        if lost > 0 {
+            tracing::error!("{lost} audit lines lost: the audit log could not keep up");
         }
     }
 }
 
+/// Longest code redacted whole for a preview, when redacting its start is
+/// not enough (see [`preview`]): 1 MiB, well above `max_code_size`.
+const MAX_PREVIEW_SCANNED: usize = 1024 * 1024;
+
 /// The start of `code`, redacted, at most `max` bytes before the cut marker.
-/// The whole code is redacted before the cut, so a secret that straddles
-/// the cut is still found.
+/// The code is redacted before the cut, so a secret that straddles the cut
+/// is still found.
 fn preview(code: &str, max: usize) -> String {
     // Redacting megabytes to keep a few hundred bytes would be waste: a
     // secret is far shorter than this margin.
@@ -531,9 +682,17 @@ fn preview(code: &str, max: usize) -> String {
         end -= 1;
     }
     let redacted = crate::redact::redact(&code[..end]).text;
+    if end < code.len() && redacted.len() <= max {
+        // Redaction shrank the window so far that its cut end, where a
+        // secret may have been cut in half and gone unrecognized, would
+        // show: redact the whole code instead, if that is affordable.
+        if code.len() > MAX_PREVIEW_SCANNED {
+            return format!("[{} bytes; no preview]", code.len());
+        }
+        return crate::error::clip(&crate::redact::redact(code).text, max);
+    }
     let clipped = crate::error::clip(&redacted, max);
     if end < code.len() && clipped.len() == redacted.len() {
-        // Everything kept fit: say that the code went on.
         format!("{clipped}… [{} more bytes cut]", code.len() - end)
     } else {
         clipped
@@ -581,12 +740,12 @@ mod tests {
         );
         t.record(
             OpKind::StashPut,
-            Target::Stash(Some("k"), None, Some("[1,2]")),
+            Target::Stash(Some("k"), None, Some(Digest::of("[1,2]"))),
             now,
             Ok(Started::Done(0)),
         );
         t.finish(1, Ok("{\"x\":1}"), Duration::from_micros(1500));
-        let (ops, dropped) = t.into_parts();
+        let (ops, dropped) = t.snapshot();
         assert_eq!(dropped, 0);
         assert_eq!(ops.len(), 4);
         assert_eq!(ops[0].outcome, Outcome::Ok);
@@ -619,7 +778,7 @@ mod tests {
         for id in 1..=5 {
             t.finish(id, Err(&err("TIMEOUT")), Duration::ZERO);
         }
-        let (ops, dropped) = t.into_parts();
+        let (ops, dropped) = t.snapshot();
         assert_eq!((ops.len(), dropped), (2, 3));
         assert!(
             ops.iter()
@@ -638,7 +797,7 @@ mod tests {
             Instant::now(),
             Ok(Started::Done(3)),
         );
-        let (ops, _) = t.into_parts();
+        let (ops, _) = t.snapshot();
         let kept = ops[0].key.as_deref().unwrap();
         assert!(!kept.contains(token), "{kept}");
         assert!(kept.len() < MAX_NAME_BYTES + 40, "{}", kept.len());
@@ -668,7 +827,6 @@ mod tests {
             result: Ok(serde_json::json!({"a": 1})),
             logs: Vec::new(),
             stats: Default::default(),
-            trail: None,
         };
         for _ in 0..2 {
             let arrival = Arrival {
@@ -679,12 +837,14 @@ mod tests {
             };
             let r = log.record(
                 &arrival,
-                &report,
-                Some(Trail::new(1)),
+                Some(&report),
+                &log.trail(),
                 Duration::from_millis(3),
             );
             log.write(&r);
         }
+        // Closing the log writes what is queued.
+        drop(log);
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<serde_json::Value> = text
             .lines()

@@ -158,25 +158,33 @@ impl ForgeServer {
     /// log, if there is one.
     pub async fn run(&self, mode: Mode, code: &str) -> Report {
         let Some(audit) = &self.shared.audit else {
-            return self.admit(mode, code).await;
+            return self.admit(mode, code, None).await;
         };
-        let arrival = crate::audit::Arrival {
-            session: &self.session,
-            at: std::time::SystemTime::now(),
-            mode,
-            code,
+        let mut audited = Audited {
+            audit,
+            arrival: crate::audit::Arrival {
+                session: &self.session,
+                at: std::time::SystemTime::now(),
+                mode,
+                code,
+            },
+            trail: audit.trail(),
+            started: std::time::Instant::now(),
+            written: false,
         };
-        let started = std::time::Instant::now();
-        let mut report = self.admit(mode, code).await;
-        let took = started.elapsed();
-        let trail = report.trail.take();
-        let record = audit.record(&arrival, &report, trail, took);
-        audit.write(&record);
+        let report = self.admit(mode, code, Some(audited.trail.clone())).await;
+        audited.write(Some(&report));
         report
     }
 
-    /// Runs `code` unless the gateway is closing or over its execution rate.
-    async fn admit(&self, mode: Mode, code: &str) -> Report {
+    /// Runs `code` unless the gateway is closing or over its execution
+    /// rate, recording its operations in `trail`.
+    async fn admit(
+        &self,
+        mode: Mode,
+        code: &str,
+        trail: Option<crate::audit::SharedTrail>,
+    ) -> Report {
         if self.shared.running.is_closed() {
             return Report::refused(crate::error::ExecutionError::new(
                 crate::error::ErrorKind::Busy,
@@ -193,11 +201,16 @@ impl ForgeServer {
         }
         self.shared
             .running
-            .track_future(self.run_now(mode, code))
+            .track_future(self.run_now(mode, code, trail))
             .await
     }
 
-    async fn run_now(&self, mode: Mode, code: &str) -> Report {
+    async fn run_now(
+        &self,
+        mode: Mode,
+        code: &str,
+        trail: Option<crate::audit::SharedTrail>,
+    ) -> Report {
         // Oversized code is the sandbox's to refuse, without parsing it.
         if self.shared.validate && code.len() <= self.shared.sandbox.limits().max_code_size {
             let owned = code.to_string();
@@ -233,9 +246,46 @@ impl ForgeServer {
             dispatcher: Arc::new(gateway.router(&snapshot)),
             manifest: Arc::new(snapshot),
             stash: self.stash.clone(),
-            audit: self.shared.audit.as_ref().map(|a| a.max_operations()),
+            audit: trail,
         };
         self.shared.sandbox.run(mode, code, cx).await
+    }
+}
+
+/// Writes one execution's audit line exactly once: when it finishes, or,
+/// if its future is dropped first (the client cancelled the request or went
+/// away), as `cancelled` with the operations it had started.
+struct Audited<'a> {
+    audit: &'a crate::audit::AuditLog,
+    arrival: crate::audit::Arrival<'a>,
+    trail: crate::audit::SharedTrail,
+    started: std::time::Instant,
+    written: bool,
+}
+
+impl Audited<'_> {
+    fn write(&mut self, report: Option<&Report>) {
+        if std::mem::replace(&mut self.written, true) {
+            return;
+        }
+        let record = self
+            .audit
+            .record(&self.arrival, report, &self.trail, self.started.elapsed());
+        self.audit.write(&record);
+    }
+}
+
+impl Drop for Audited<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let report = Report::refused(crate::error::ExecutionError::new(
+                crate::error::ErrorKind::Internal,
+                "the execution panicked inside quickforge",
+            ));
+            self.write(Some(&report));
+        } else {
+            self.write(None);
+        }
     }
 }
 

@@ -101,9 +101,10 @@ pub struct ExecutionContext {
     pub manifest: Arc<dyn ManifestView>,
     /// The client session's stash.
     pub stash: Arc<Stash>,
-    /// Record every operation for the audit log, keeping at most this many
-    /// (see [`crate::audit`]); `None` records nothing, at no cost.
-    pub audit: Option<usize>,
+    /// Where every operation is recorded for the audit log (see
+    /// [`crate::audit`]); `None` records nothing, at no cost. Shared, so
+    /// the operations are there even if the execution is cancelled.
+    pub audit: Option<crate::audit::SharedTrail>,
 }
 
 impl Default for ExecutionContext {
@@ -166,10 +167,6 @@ pub struct Report {
     pub logs: Vec<LogLine>,
     /// Counters.
     pub stats: Stats,
-    /// Every operation the script attempted, when the context asked for an
-    /// audit trail and the script ran.
-    #[serde(skip)]
-    pub trail: Option<crate::audit::Trail>,
 }
 
 fn serialize_result<S: serde::Serializer>(
@@ -329,7 +326,6 @@ impl Sandbox {
         Report {
             result,
             logs: state.logs,
-            trail: state.trail,
             stats: Stats {
                 tool_calls: state.calls_started,
                 fuel,
@@ -414,13 +410,12 @@ fn failed(kind: ErrorKind, message: impl Into<String>) -> Report {
 
 impl Report {
     /// The report of an execution refused before it ran: no logs, no
-    /// counts, no trail.
+    /// counts.
     pub fn refused(error: ExecutionError) -> Report {
         Report {
             result: Err(error),
             logs: Vec::new(),
             stats: Stats::default(),
-            trail: None,
         }
     }
 }
@@ -431,7 +426,7 @@ impl Report {
 fn classify_script_error(e: wit::ScriptError, budget_spent: bool) -> ExecutionError {
     use wit::ScriptErrorKind as K;
     let forge = e.forge.map(|f| ForgeError {
-        code: f.code,
+        code: bounded(f.code, MAX_CODE),
         message: bounded(f.message, MAX_MESSAGE),
         retryable: f.retryable,
         suggestion: f.suggestion.map(|s| bounded(s, MAX_MESSAGE)),
@@ -458,6 +453,10 @@ fn classify_script_error(e: wit::ScriptError, budget_spent: bool) -> ExecutionEr
         stack: e.stack.map(|s| bounded(s, MAX_STACK)),
     }
 }
+
+/// Longest `ForgeError` code handed on, in bytes: a code is an identifier
+/// (the host's are under 32 bytes), but a script can throw one of its own.
+const MAX_CODE: usize = 256;
 
 /// Longest error message handed to the client, in bytes: an error explains,
 /// it does not carry data (a thrown 20 MB string would otherwise bypass
@@ -622,7 +621,7 @@ struct State {
     /// progress together.
     calls: FuturesUnordered<BoxFuture<Finished>>,
     /// The audit trail, when one is kept.
-    trail: Option<crate::audit::Trail>,
+    trail: Option<crate::audit::SharedTrail>,
     calls_started: u32,
     /// Whether a call was refused for `max_tool_calls` in this run.
     budget_spent: bool,
@@ -637,7 +636,7 @@ struct State {
 
 impl State {
     fn new(mode: Mode, cx: ExecutionContext, limits: &SandboxLimits) -> Self {
-        let trail = cx.audit.map(crate::audit::Trail::new);
+        let trail = cx.audit.clone();
         State {
             // No preopens, no env, no args, closed stdio, every socket denied:
             // WASI is linked only because the guest's libc imports it.

@@ -149,8 +149,27 @@ async fn every_execution_leaves_one_line_with_every_operation_and_no_secret() {
         .execute_err(r#"async () => { await forge.callTool("fx", "hang", {}); }"#)
         .await;
     assert_eq!(e["kind"], "timeout");
+    // An uncaught downstream error full of secrets, and a ForgeError whose
+    // code the script chose.
+    s.execute_err(r#"async () => { await forge.callTool("fx", "leak", {}); }"#)
+        .await;
+    s.execute_err(&format!(
+        r#"async () => {{ throw new ForgeError("{TOKEN}", "mine"); }}"#
+    ))
+    .await;
     let all = lines(&log);
-    assert_eq!(all.len(), 5, "{all:#?}");
+    assert_eq!(all.len(), 7, "{all:#?}");
+    let (leaked, chosen) = (&all[5], &all[6]);
+    assert_eq!(leaked["error_code"], "TOOL_ERROR");
+    let why = leaked["error"].as_str().unwrap();
+    assert!(
+        why.contains("[REDACTED") && !why.contains("hunter2"),
+        "{why}"
+    );
+    assert!(
+        chosen["error_code"].as_str().unwrap().contains("[REDACTED"),
+        "a script's own code is redacted too: {chosen}"
+    );
     let (thrown, refused, search, timeout) = (&all[1], &all[2], &all[3], &all[4]);
     assert_eq!(
         (&thrown["outcome"], &thrown["error_kind"]),
@@ -175,16 +194,16 @@ async fn every_execution_leaves_one_line_with_every_operation_and_no_secret() {
     assert_eq!(timeout["operations"][0]["outcome"], "cancelled");
     let ids: std::collections::HashSet<&str> =
         all.iter().map(|l| l["id"].as_str().unwrap()).collect();
-    assert_eq!(ids.len(), 5, "ids are unique");
+    assert_eq!(ids.len(), 7, "ids are unique");
     assert!(
         all.iter().all(|l| l["session"] == all[0]["session"]),
         "one session"
     );
 
     // No secret anywhere in the file: the token went into code, arguments,
-    // a key, a URI, a stored value and an error message.
+    // a key, a URI, a stored value, error messages and an error code.
     let text = std::fs::read_to_string(&log).unwrap();
-    for secret in [TOKEN, "hunter2", "db.internal"] {
+    for secret in [TOKEN, "hunter2", "R4nd0mT0k3n", "sk-proj-Ab12"] {
         assert!(!text.contains(secret), "{secret} leaked into the audit log");
     }
     #[cfg(unix)]
@@ -197,28 +216,71 @@ async fn every_execution_leaves_one_line_with_every_operation_and_no_secret() {
 }
 
 #[tokio::test]
-async fn audit_lines_can_go_to_stderr_and_bounded_operations_are_counted() {
+async fn audit_lines_can_go_to_stderr_and_refusals_and_bounds_are_recorded() {
     let dir = scratch("audit-stderr");
     let stderr = dir.join("gateway.log");
     let s = connect_logging_to(
         quickforge_cmd(Some(&write_config(
             &dir,
-            "[audit]\nstderr = true\nmax_operations = 3\n",
+            "[sandbox]\nmax_executions_per_minute = 1\n[audit]\nstderr = true\nmax_operations = 3\n",
         ))),
         std::fs::File::create(&stderr).unwrap().into(),
     )
     .await;
     s.execute("async () => { for (let i = 0; i < 10; i++) await forge.stash.put(\"k\" + i, i); return 1; }")
         .await;
+    let e = s.execute_err("async () => 1").await;
+    assert_eq!(e["kind"], "rate_limited");
     s.close().await;
     let text = std::fs::read_to_string(&stderr).unwrap();
-    let line = text
+    let audit: Vec<Value> = text
         .lines()
-        .find(|l| l.starts_with("{\"event\":\"execution\""))
-        .unwrap_or_else(|| panic!("an audit line on stderr: {text}"));
-    let l: Value = serde_json::from_str(line).unwrap();
-    assert_eq!(l["operations"].as_array().unwrap().len(), 3);
-    assert_eq!(l["operations_dropped"], 7);
+        .filter(|l| l.starts_with("{\"event\":\"execution\""))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(audit.len(), 2, "two audit lines on stderr: {text}");
+    assert_eq!(audit[0]["operations"].as_array().unwrap().len(), 3);
+    assert_eq!(audit[0]["operations_dropped"], 7);
+    assert_eq!(audit[1]["error_kind"], "rate_limited");
+    assert_eq!(audit[1]["error_code"], "RATE_LIMITED");
+}
+
+#[tokio::test]
+async fn an_execution_cut_off_by_the_client_still_leaves_its_line() {
+    let dir = scratch("audit-cancel");
+    let config = format!("{}[audit]\nfile = \"audit.jsonl\"\n", fixture("fx", &[]));
+    let s = connect(&write_config(&dir, &config)).await;
+    s.execute_when_ready(
+        Duration::from_secs(20),
+        r#"async () => (await forge.callTool("fx", "whoami", {})) !== undefined"#,
+    )
+    .await;
+    let log = dir.join("audit.jsonl");
+    let before = lines(&log).len();
+    // The client sends a call that hangs, then goes away before the answer.
+    let peer = s.client.peer().clone();
+    let hanging = tokio::spawn(async move {
+        let mut args = serde_json::Map::new();
+        args.insert(
+            "code".into(),
+            r#"async () => { await forge.callTool("fx", "hang", {}); }"#.into(),
+        );
+        let _ = peer
+            .call_tool(rmcp::model::CallToolRequestParams::new("execute").with_arguments(args))
+            .await;
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    s.close().await;
+    hanging.abort();
+    let all = lines(&log);
+    assert_eq!(all.len(), before + 1, "{all:#?}");
+    let cut = &all[before];
+    assert!(
+        cut["outcome"] == "cancelled" || cut["error_kind"] == "timeout",
+        "{cut}"
+    );
+    assert_eq!(cut["operations"][0]["tool"], "hang");
+    assert_eq!(cut["operations"][0]["outcome"], "cancelled");
 }
 
 #[tokio::test]

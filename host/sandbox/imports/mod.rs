@@ -147,8 +147,8 @@ impl State {
         at: Option<std::time::Instant>,
         started: Result<crate::audit::Started, &ForgeError>,
     ) {
-        if let (Some(trail), Some(at)) = (&mut self.trail, at) {
-            trail.record(op, target, at, started);
+        if let (Some(trail), Some(at)) = (&self.trail, at) {
+            crate::audit::lock(trail).record(op, target, at, started);
         }
     }
 
@@ -164,8 +164,8 @@ impl State {
         outcome: &Result<String, ForgeError>,
         took: std::time::Duration,
     ) {
-        if let Some(trail) = &mut self.trail {
-            trail.finish(id, outcome.as_ref().map(String::as_str), took);
+        if let Some(trail) = &self.trail {
+            crate::audit::lock(trail).finish(id, outcome.as_ref().map(String::as_str), took);
         }
     }
 }

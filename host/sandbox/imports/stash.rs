@@ -15,7 +15,7 @@ impl State {
         &mut self,
         op: OpKind,
         key: Option<&str>,
-        value: Option<&str>,
+        value: Option<crate::audit::Digest>,
         run: impl FnOnce(&Self, Option<&std::sync::Arc<str>>) -> Result<T, ForgeError>,
         size: impl FnOnce(&T) -> u64,
     ) -> Result<T, ForgeError> {
@@ -41,14 +41,17 @@ impl Host for State {
         value_json: String,
         ttl_secs: Option<u64>,
     ) -> wasmtime::Result<Result<(), WitError>> {
-        // The value moves into the stash; its hash is taken first, and only
-        // when it is audited.
-        let audited = self.trail.is_some().then(|| value_json.clone());
+        // The value moves into the stash: its digest is taken first, and
+        // only when it is audited.
+        let digest = self
+            .trail
+            .is_some()
+            .then(|| crate::audit::Digest::of(&value_json));
         Ok(self
             .stash_op(
                 OpKind::StashPut,
                 Some(&key),
-                audited.as_deref(),
+                digest,
                 |s, space| {
                     s.cx.stash
                         .put(space, &key, value_json, ttl_secs.map(Duration::from_secs))
