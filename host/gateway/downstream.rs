@@ -209,6 +209,12 @@ impl Connection {
             // The leader exited; grandchildren it left behind go too.
             guard.kill();
         }
+        // With the whole group gone the pipe reaches its end: what is left
+        // in it goes to the log, unless that takes longer than the bound.
+        let stderr = guard.stderr.lock().ok().and_then(|mut s| s.take());
+        if let Some(task) = stderr {
+            let _ = tokio::time::timeout(STDERR_FLUSH, task).await;
+        }
     }
 }
 
@@ -225,6 +231,10 @@ struct ChildGuard {
     /// Taken by [`Connection::shutdown`] to reap it; dropped otherwise
     /// (tokio then kills and reaps it in the background).
     child: std::sync::Mutex<Option<tokio::process::Child>>,
+    /// The task copying its stderr to the log, awaited by
+    /// [`Connection::shutdown`] so its last lines and drop count are logged
+    /// before the gateway exits.
+    stderr: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl ChildGuard {
@@ -286,12 +296,14 @@ pub async fn connect(
             let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                 return Err("the child's stdio pipes were not available".into());
             };
-            if let Some(stderr) = child.stderr.take() {
-                tokio::spawn(drain_stderr(config.name.clone(), stderr));
-            }
+            let stderr = child
+                .stderr
+                .take()
+                .map(|stderr| tokio::spawn(drain_stderr(config.name.clone(), stderr)));
             let guard = ChildGuard {
                 pid,
                 child: std::sync::Mutex::new(Some(child)),
+                stderr: std::sync::Mutex::new(stderr),
             };
             let broken = Broken::default();
             let limit = config.max_response_bytes;
@@ -428,6 +440,11 @@ fn redirect_hint(err: &rmcp::service::ClientInitializeError) -> &'static str {
         _ => "",
     }
 }
+
+/// Longest wait at shutdown for a server's remaining stderr to reach the
+/// log. At most a pipe's worth (64 KiB) is left once the process group is
+/// dead; two seconds reads it many times over, and bounds the exit.
+const STDERR_FLUSH: Duration = Duration::from_secs(2);
 
 /// Stderr lines per second a server may put into the gateway's log, and the
 /// burst above that rate. A server's start-up banner and an occasional stack

@@ -23,6 +23,19 @@ fn lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// The lines of `path` once there are at least `n`: a writer thread
+/// writes them just after the answers go out. Waits at most 10 s.
+async fn lines_once(path: &Path, n: usize) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let all = lines(path);
+        if all.len() >= n || tokio::time::Instant::now() > deadline {
+            return all;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn is_hash(v: &Value) -> bool {
     v.as_str()
         .is_some_and(|s| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()))
@@ -56,7 +69,7 @@ async fn every_execution_leaves_one_line_with_every_operation_and_no_secret() {
 }}"#
     );
     assert_eq!(s.execute(&code).await, 40);
-    let all = lines(&log);
+    let all = lines_once(&log, 1).await;
     assert_eq!(all.len(), 1, "one line per execution: {all:#?}");
     let l = &all[0];
     assert_eq!(l["event"], "execution");
@@ -157,7 +170,7 @@ async fn every_execution_leaves_one_line_with_every_operation_and_no_secret() {
         r#"async () => {{ throw new ForgeError("{TOKEN}", "mine"); }}"#
     ))
     .await;
-    let all = lines(&log);
+    let all = lines_once(&log, 7).await;
     assert_eq!(all.len(), 7, "{all:#?}");
     let (leaked, chosen) = (&all[5], &all[6]);
     assert_eq!(leaked["error_code"], "TOOL_ERROR");
@@ -256,7 +269,6 @@ async fn an_execution_cut_off_by_the_client_still_leaves_its_line() {
     )
     .await;
     let log = dir.join("audit.jsonl");
-    let before = lines(&log).len();
     // The client sends a call that hangs, then goes away before the answer.
     let peer = s.client.peer().clone();
     let hanging = tokio::spawn(async move {
@@ -273,8 +285,12 @@ async fn an_execution_cut_off_by_the_client_still_leaves_its_line() {
     s.close().await;
     hanging.abort();
     let all = lines(&log);
-    assert_eq!(all.len(), before + 1, "{all:#?}");
-    let cut = &all[before];
+    let cut: Vec<&Value> = all
+        .iter()
+        .filter(|l| l["operations"][0]["tool"] == "hang")
+        .collect();
+    assert_eq!(cut.len(), 1, "one line for the cut-off execution: {all:#?}");
+    let cut = cut[0];
     assert!(
         cut["outcome"] == "cancelled" || cut["error_kind"] == "timeout",
         "{cut}"
