@@ -319,6 +319,11 @@ impl Trail {
         }
     }
 
+    /// Time since the trail began, when the execution arrived.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
     /// The operations so far, in the order they started (those still
     /// running marked cancelled), and how many more were not kept.
     pub fn snapshot(&self) -> (Vec<Operation>, u64) {
@@ -492,15 +497,19 @@ impl AuditLog {
     /// The line of one execution: `arrival` says what came in, `report`
     /// what it produced (`None`: it was cancelled before it finished, as
     /// when the client cancels the request or goes away), `trail` the
-    /// operations the sandbox recorded, `took` the time to the answer.
+    /// operations the sandbox recorded; the trail began when the execution
+    /// arrived, so its age is the time to the answer.
     pub fn record<'a>(
         &self,
         arrival: &Arrival<'a>,
         report: Option<&Report>,
         trail: &SharedTrail,
-        took: Duration,
     ) -> Record<'a> {
-        let (operations, operations_dropped) = lock(trail).snapshot();
+        let (operations, operations_dropped, took) = {
+            let trail = lock(trail);
+            let (operations, dropped) = trail.snapshot();
+            (operations, dropped, trail.elapsed())
+        };
         let (outcome, error_kind, error_code, error, result_bytes) = match report.map(|r| &r.result)
         {
             None => ("cancelled", None, None, None, 0),
@@ -666,37 +675,19 @@ impl Sink {
     }
 }
 
-/// Longest code redacted whole for a preview, when redacting its start is
-/// not enough (see [`preview`]): 1 MiB, well above `max_code_size`.
+/// Longest code redacted for a preview: 1 MiB, well above `max_code_size`.
+/// Longer code (which the sandbox refuses unless the limit was raised)
+/// gets no preview rather than a scan of megabytes.
 const MAX_PREVIEW_SCANNED: usize = 1024 * 1024;
 
 /// The start of `code`, redacted, at most `max` bytes before the cut marker.
-/// The code is redacted before the cut, so a secret that straddles the cut
-/// is still found.
+/// The whole code is redacted before the cut, so a secret that straddles
+/// the cut is still found.
 fn preview(code: &str, max: usize) -> String {
-    // Redacting megabytes to keep a few hundred bytes would be waste: a
-    // secret is far shorter than this margin.
-    let margin = max.saturating_add(4096).min(code.len());
-    let mut end = margin;
-    while !code.is_char_boundary(end) {
-        end -= 1;
+    if code.len() > MAX_PREVIEW_SCANNED {
+        return format!("[{} bytes; no preview]", code.len());
     }
-    let redacted = crate::redact::redact(&code[..end]).text;
-    if end < code.len() && redacted.len() <= max {
-        // Redaction shrank the window so far that its cut end, where a
-        // secret may have been cut in half and gone unrecognized, would
-        // show: redact the whole code instead, if that is affordable.
-        if code.len() > MAX_PREVIEW_SCANNED {
-            return format!("[{} bytes; no preview]", code.len());
-        }
-        return crate::error::clip(&crate::redact::redact(code).text, max);
-    }
-    let clipped = crate::error::clip(&redacted, max);
-    if end < code.len() && clipped.len() == redacted.len() {
-        format!("{clipped}… [{} more bytes cut]", code.len() - end)
-    } else {
-        clipped
-    }
+    crate::error::clip(&crate::redact::redact(code).text, max)
 }
 
 /// `bytes` random bytes, hex.
@@ -835,12 +826,7 @@ mod tests {
                 mode: Mode::Execute,
                 code: "async () => ({a: 1})",
             };
-            let r = log.record(
-                &arrival,
-                Some(&report),
-                &log.trail(),
-                Duration::from_millis(3),
-            );
+            let r = log.record(&arrival, Some(&report), &log.trail());
             log.write(&r);
         }
         // Closing the log writes what is queued.

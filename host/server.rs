@@ -169,7 +169,6 @@ impl ForgeServer {
                 code,
             },
             trail: audit.trail(),
-            started: std::time::Instant::now(),
             written: false,
         };
         let report = self.admit(mode, code, Some(audited.trail.clone())).await;
@@ -259,7 +258,6 @@ struct Audited<'a> {
     audit: &'a crate::audit::AuditLog,
     arrival: crate::audit::Arrival<'a>,
     trail: crate::audit::SharedTrail,
-    started: std::time::Instant,
     written: bool,
 }
 
@@ -268,9 +266,7 @@ impl Audited<'_> {
         if std::mem::replace(&mut self.written, true) {
             return;
         }
-        let record = self
-            .audit
-            .record(&self.arrival, report, &self.trail, self.started.elapsed());
+        let record = self.audit.record(&self.arrival, report, &self.trail);
         self.audit.write(&record);
     }
 }

@@ -620,8 +620,6 @@ struct State {
     /// at once costs no cross-thread wake-up, and all calls in flight make
     /// progress together.
     calls: FuturesUnordered<BoxFuture<Finished>>,
-    /// The audit trail, when one is kept.
-    trail: Option<crate::audit::SharedTrail>,
     calls_started: u32,
     /// Whether a call was refused for `max_tool_calls` in this run.
     budget_spent: bool,
@@ -636,7 +634,6 @@ struct State {
 
 impl State {
     fn new(mode: Mode, cx: ExecutionContext, limits: &SandboxLimits) -> Self {
-        let trail = cx.audit.clone();
         State {
             // No preopens, no env, no args, closed stdio, every socket denied:
             // WASI is linked only because the guest's libc imports it.
@@ -648,7 +645,6 @@ impl State {
             },
             mode,
             cx,
-            trail,
             calls: FuturesUnordered::new(),
             calls_started: 0,
             budget_spent: false,

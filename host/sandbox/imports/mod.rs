@@ -118,7 +118,7 @@ impl State {
         self.calls_started = id;
         // Timed only for the audit trail: an unaudited call costs no clock
         // reads.
-        let timed = self.trail.is_some();
+        let timed = self.cx.audit.is_some();
         self.calls.push(Box::pin(async move {
             let started = timed.then(std::time::Instant::now);
             let outcome = match op.await {
@@ -147,14 +147,14 @@ impl State {
         at: Option<std::time::Instant>,
         started: Result<crate::audit::Started, &ForgeError>,
     ) {
-        if let (Some(trail), Some(at)) = (&self.trail, at) {
+        if let (Some(trail), Some(at)) = (&self.cx.audit, at) {
             crate::audit::lock(trail).record(op, target, at, started);
         }
     }
 
     /// The moment an operation starts, when an audit trail is kept.
     fn audit_clock(&self) -> Option<std::time::Instant> {
-        self.trail.is_some().then(std::time::Instant::now)
+        self.cx.audit.is_some().then(std::time::Instant::now)
     }
 
     /// Records the end of call `id` in the audit trail, if one is kept.
@@ -164,7 +164,7 @@ impl State {
         outcome: &Result<String, ForgeError>,
         took: std::time::Duration,
     ) {
-        if let Some(trail) = &self.trail {
+        if let Some(trail) = &self.cx.audit {
             crate::audit::lock(trail).finish(id, outcome.as_ref().map(String::as_str), took);
         }
     }

@@ -44,7 +44,8 @@ impl Host for State {
         // The value moves into the stash: its digest is taken first, and
         // only when it is audited.
         let digest = self
-            .trail
+            .cx
+            .audit
             .is_some()
             .then(|| crate::audit::Digest::of(&value_json));
         Ok(self
