@@ -99,7 +99,6 @@ async fn snapshot(engine: &Engine, linker: &Linker<State>) -> anyhow::Result<Vec
         State::new(Mode::Search, ExecutionContext::default(), &limits),
     );
     store.set_fuel(u64::MAX).map_err(anyhow::Error::from)?;
-    store.set_epoch_deadline(u64::MAX / 2);
     let mut wizer = wasmtime_wizer::Wizer::new();
     // A component cannot drop an export, so the init function stays; the
     // guest makes a second call a no-op.

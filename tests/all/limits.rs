@@ -335,7 +335,7 @@ async fn excess_executions_wait_then_get_busy() {
 #[test]
 fn a_spinning_script_does_not_block_other_executions() {
     // One thread only, which checks its timers at every scheduler tick: without
-    // the epoch yield, the spinner would hold the thread until its 400 ms
+    // the fuel yields, the spinner would hold the thread until its 400 ms
     // deadline, and the quick script, due 50 ms in, could only finish after it.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
