@@ -108,6 +108,7 @@ impl Engine {
             let hooks: Object = prelude.call((host,)).map_err(describe)?;
             let make_error: Function = hooks.get("makeError").map_err(describe)?;
             natives::set_make_error(&ctx, make_error);
+            crate::json::prepare(&ctx).map_err(describe)?;
             Ok(Persistent::save(&ctx, hooks))
         })?;
         // Collect what building the prelude left behind, so the snapshot is
@@ -270,17 +271,10 @@ fn serialize<'js>(
     value: Value<'js>,
     max_output_bytes: u64,
 ) -> Result<Outcome, ScriptError> {
-    let json = match ctx.json_stringify(value) {
-        Ok(Some(s)) => s.to_string().map_err(|e| exception(ctx, hooks, e))?,
-        Ok(None) => "null".to_string(),
-        Err(e) => {
-            let mut err = exception(ctx, hooks, e);
-            if err.kind == ScriptErrorKind::Thrown {
-                err.kind = ScriptErrorKind::NotSerializable;
-                err.message = format!("the result is not serializable to JSON: {}", err.message);
-            }
-            return Err(err);
-        }
+    let json = if let Some(json) = crate::json::encode(ctx, &value) {
+        json
+    } else {
+        stringify(ctx, hooks, value)?
     };
     if json.len() as u64 > max_output_bytes {
         return Err(error(
@@ -293,6 +287,27 @@ fn serialize<'js>(
         ));
     }
     Ok(Outcome { value_json: json })
+}
+
+/// The result through `JSON.stringify`, for what [`crate::json::encode`]
+/// leaves to it.
+fn stringify<'js>(
+    ctx: &Ctx<'js>,
+    hooks: &Object<'js>,
+    value: Value<'js>,
+) -> Result<String, ScriptError> {
+    Ok(match ctx.json_stringify(value) {
+        Ok(Some(s)) => s.to_string().map_err(|e| exception(ctx, hooks, e))?,
+        Ok(None) => "null".to_string(),
+        Err(e) => {
+            let mut err = exception(ctx, hooks, e);
+            if err.kind == ScriptErrorKind::Thrown {
+                err.kind = ScriptErrorKind::NotSerializable;
+                err.message = format!("the result is not serializable to JSON: {}", err.message);
+            }
+            return Err(err);
+        }
+    })
 }
 
 /// Classifies the pending exception (after `e`) as a script error.

@@ -8,6 +8,7 @@
 //!
 //! - [`engine`]: the QuickJS runtime, compiling and running one script.
 //! - [`natives`]: the native functions the JS prelude uses to reach the host.
+//! - [`json`]: a fast JSON encoder for plain data, in front of `JSON.stringify`.
 //! - `prelude.js`: the JS API (`forge`, `manifest`, `console`, `ForgeError`).
 
 wit_bindgen::generate!({
@@ -16,6 +17,7 @@ wit_bindgen::generate!({
 });
 
 mod engine;
+mod json;
 mod natives;
 
 struct Component;

@@ -165,6 +165,9 @@ fn args_json<'js>(
             Some("pass an object such as { query: \"...\" }"),
         ));
     }
+    if let Some(json) = crate::json::encode(ctx, &args) {
+        return Ok(json);
+    }
     match ctx.json_stringify(args) {
         Ok(Some(s)) => s.to_string().map_err(|e| usage(e.to_string(), None)),
         Ok(None) => Ok("{}".into()),

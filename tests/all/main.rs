@@ -11,6 +11,7 @@ mod gateway;
 mod hostile;
 mod http;
 mod isolation;
+mod json;
 mod limits;
 mod load;
 mod mcp;
