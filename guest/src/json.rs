@@ -6,7 +6,8 @@
 //! that setup is most of the cost (about a third of a `forge.callTool` round
 //! trip). [`encode`] writes the same bytes directly for plain data — objects
 //! whose class is `Object`, arrays, strings, numbers, booleans, `null` — and
-//! gives up (`None`) on anything else, so the caller falls back to
+//! gives up (`None`) on anything else, and on text over [`MAX_BYTES`] or
+//! nesting or prototype chains over 64, so the caller falls back to
 //! `JSON.stringify`, which then produces the value or the error.
 //!
 //! Giving up must be unobservable, so the encoder never runs script code: it
@@ -25,6 +26,18 @@ use rquickjs::{Array, Ctx, Object, Value, qjs};
 /// deep) goes to `JSON.stringify`, which has its own stack check and reports
 /// cycles with its usual error.
 const MAX_DEPTH: u32 = 64;
+
+/// Longest text written here: 1 MiB, the default argument and output size.
+/// The text lives in Rust memory, outside QuickJS's memory limit, in the
+/// 8 MiB of headroom between that limit and the linear-memory cap; longer
+/// text goes to `JSON.stringify`, whose memory QuickJS counts, so a script
+/// that serializes something huge still gets a catchable out-of-memory error
+/// rather than a killed instance.
+const MAX_BYTES: usize = 1 << 20;
+
+/// Longest prototype chain walked (looking for `toJSON`); longer ones go to
+/// `JSON.stringify`. Ordinary data has one or two.
+const MAX_CHAIN: usize = 64;
 
 thread_local! {
     /// QuickJS's class ids of ordinary objects and arrays (private to
@@ -71,7 +84,17 @@ pub fn encode(ctx: &Ctx<'_>, value: &Value<'_>) -> Option<String> {
         out: String::new(),
         plain_protos: Vec::new(),
     };
-    match enc.value(value.as_raw(), 0)? {
+    let written = enc.value(value.as_raw(), 0);
+    // Giving up must leave nothing behind: a call that failed (only out of
+    // memory can) left its exception pending, and JSON.stringify must start
+    // clean. The encoder is only called with no exception pending.
+    // SAFETY: `ctx` is the live context the caller holds the lock of.
+    unsafe {
+        if qjs::JS_HasException(ctx) {
+            qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx));
+        }
+    }
+    match written? {
         Written::Yes => Some(enc.out),
         Written::Nothing => None,
     }
@@ -105,6 +128,9 @@ impl Drop for Owned {
 
 impl Encoder {
     fn value(&mut self, v: qjs::JSValue, depth: u32) -> Option<Written> {
+        if self.out.len() > MAX_BYTES {
+            return None;
+        }
         // SAFETY: `v` is a live value borrowed from the caller for the whole
         // call; every reference taken below is released by `Owned` or
         // explicitly, and none of the calls can run script code (see the
@@ -150,43 +176,45 @@ impl Encoder {
             if unsafe { qjs::JS_IsException(s.1) } {
                 return None;
             }
-            self.raw_string(s.1, |out, text| out.push_str(text))?;
+            self.raw_string(s.1, false)?;
         }
         Some(())
     }
 
     /// A string, quoted and escaped as `JSON.stringify` does.
     unsafe fn string(&mut self, v: qjs::JSValue) -> Option<()> {
-        self.raw_string(v, quote)
+        self.raw_string(v, true)
     }
 
-    /// Hands the UTF-8 text of string `v` to `write`; `None` if it is not
-    /// valid UTF-8 (a lone surrogate, which JSON escapes as `\udXXX`).
-    fn raw_string(&mut self, v: qjs::JSValue, write: impl FnOnce(&mut String, &str)) -> Option<()> {
+    /// Writes the text of string `v`, quoted or as is.
+    fn raw_string(&mut self, v: qjs::JSValue, quoted: bool) -> Option<()> {
         let mut len = 0;
         // SAFETY: see `value`.
         let ptr = unsafe { qjs::JS_ToCStringLen2(self.ctx, &mut len, v, false) };
-        self.take_c_string(ptr, len as usize, write)
+        self.take_c_string(ptr, len as usize, quoted)
     }
 
-    /// Hands the C string QuickJS returned (`len` bytes at `ptr`) to
-    /// `write` if it is valid UTF-8, and frees it; `None` if it is null or
-    /// not UTF-8.
-    fn take_c_string(
-        &mut self,
-        ptr: *const c_char,
-        len: usize,
-        write: impl FnOnce(&mut String, &str),
-    ) -> Option<()> {
+    /// Writes the C string QuickJS returned (`len` bytes at `ptr`), quoted or
+    /// as is, and frees it; `None` if it is null, not UTF-8 (a lone
+    /// surrogate, which JSON escapes as `\udXXX`), or would take the text
+    /// past [`MAX_BYTES`].
+    fn take_c_string(&mut self, ptr: *const c_char, len: usize, quoted: bool) -> Option<()> {
         if ptr.is_null() {
             return None;
         }
         // SAFETY: QuickJS returned `len` bytes at `ptr`, freed once below.
         unsafe {
             let bytes = std::slice::from_raw_parts(ptr.cast::<u8>(), len);
-            let text = std::str::from_utf8(bytes).ok();
+            let text = std::str::from_utf8(bytes).ok().filter(|text| {
+                let needed = if quoted { quoted_len(text) } else { len };
+                self.out.len() + needed <= MAX_BYTES
+            });
             if let Some(text) = text {
-                write(&mut self.out, text);
+                if quoted {
+                    quote(&mut self.out, text);
+                } else {
+                    self.out.push_str(text);
+                }
             }
             qjs::JS_FreeCString(self.ctx, ptr);
             text.map(|_| ())
@@ -194,43 +222,39 @@ impl Encoder {
     }
 
     /// Whether `obj` (an ordinary object or array) and its prototype chain
-    /// are free of `toJSON` and of anything exotic.
+    /// are free of `toJSON` and of anything exotic. Prototypes that pass are
+    /// remembered, so the common chains (`Object.prototype`,
+    /// `Array.prototype`) are walked once per encoding.
     unsafe fn plain_chain(&mut self, obj: qjs::JSValue) -> Option<()> {
         // SAFETY: see `value`.
         unsafe {
             if self.has_own(obj, self.known.to_json)? {
                 return None;
             }
-            self.plain_chain_from(Owned(self.ctx, qjs::JS_GetPrototype(self.ctx, obj)))
-        }
-    }
-
-    /// The prototype chain from `proto` on. A prototype is remembered once
-    /// its whole chain has passed, so the common chains (`Object.prototype`,
-    /// `Array.prototype`) are walked once per encoding.
-    unsafe fn plain_chain_from(&mut self, proto: Owned) -> Option<()> {
-        // SAFETY: see `value`.
-        unsafe {
-            match qjs::JS_VALUE_GET_NORM_TAG(proto.1) {
-                qjs::JS_TAG_NULL => Some(()),
-                qjs::JS_TAG_OBJECT => {
-                    let addr = qjs::JS_VALUE_GET_PTR(proto.1) as usize;
-                    if self.plain_protos.contains(&addr) {
-                        return Some(());
-                    }
-                    let class = qjs::JS_GetClassID(proto.1);
-                    if (class != self.known.object && class != self.known.array)
-                        || self.has_own(proto.1, self.known.to_json)?
-                    {
-                        return None;
-                    }
-                    let next = Owned(self.ctx, qjs::JS_GetPrototype(self.ctx, proto.1));
-                    self.plain_chain_from(next)?;
-                    self.plain_protos.push(addr);
-                    Some(())
+            let mut passed = Vec::new();
+            let mut proto = Owned(self.ctx, qjs::JS_GetPrototype(self.ctx, obj));
+            loop {
+                match qjs::JS_VALUE_GET_NORM_TAG(proto.1) {
+                    qjs::JS_TAG_NULL => break,
+                    qjs::JS_TAG_OBJECT => {}
+                    _ => return None,
                 }
-                _ => None,
+                let addr = qjs::JS_VALUE_GET_PTR(proto.1) as usize;
+                if self.plain_protos.contains(&addr) {
+                    break;
+                }
+                let class = qjs::JS_GetClassID(proto.1);
+                if passed.len() == MAX_CHAIN
+                    || (class != self.known.object && class != self.known.array)
+                    || self.has_own(proto.1, self.known.to_json)?
+                {
+                    return None;
+                }
+                passed.push(addr);
+                proto = Owned(self.ctx, qjs::JS_GetPrototype(self.ctx, proto.1));
             }
+            self.plain_protos.extend(passed);
+            Some(())
         }
     }
 
@@ -330,7 +354,7 @@ impl Encoder {
         let mut len = 0;
         // SAFETY: see `value`.
         let ptr = unsafe { qjs::JS_AtomToCStringLen(self.ctx, &mut len, atom) };
-        self.take_c_string(ptr, len as usize, quote)
+        self.take_c_string(ptr, len as usize, true)
     }
 
     unsafe fn array(&mut self, arr: qjs::JSValue, depth: u32) -> Option<()> {
@@ -361,6 +385,18 @@ impl Encoder {
             Some(())
         }
     }
+}
+
+/// Length of `text` once [`quote`]d.
+fn quoted_len(text: &str) -> usize {
+    2 + text
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..=0x1f => 6,
+            _ => 1,
+        })
+        .sum::<usize>()
 }
 
 /// Appends `text` as a JSON string, escaped exactly as QuickJS's

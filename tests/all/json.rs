@@ -147,3 +147,43 @@ async fn unencodable_arguments_and_results_fail_as_before() {
         assert!(err.message.contains(says), "{args}: {err:?}");
     }
 }
+
+#[tokio::test]
+async fn long_prototype_chains_and_huge_values_go_to_json_stringify() {
+    // 100,000 prototypes: walked by JSON.stringify's loop, not by recursion.
+    let code = r#"async () => {
+        let p = {};
+        for (let i = 0; i < 100000; i++) p = Object.create(p);
+        const args = { x: Object.create(p) };
+        await forge.callTool('alpha', 'echo', args);
+        return args;
+    }"#;
+    assert_eq!(value(&run(Kind::Default, code).await), &json!({ "x": {} }));
+
+    // 200 MiB of JSON: past what the guest encodes outside QuickJS's memory
+    // limit, so JSON.stringify runs out of memory as a catchable error...
+    let code = r#"async () => {
+        const s = 'x'.repeat(1 << 20);
+        try { await forge.callTool('alpha', 'echo', { v: Array(200).fill(s) }); return 'sent'; }
+        catch (e) { return [e.code, e.message]; }
+    }"#;
+    let report = run(Kind::Default, code).await;
+    let got = value(&report);
+    assert_eq!(got[0], json!("INVALID_ARGUMENT"), "{got}");
+    assert!(got[1].as_str().unwrap().contains("out of memory"), "{got}");
+
+    // ...and a result that size fails as out of memory, not as a killed
+    // instance; the next execution runs.
+    let report = run(
+        Kind::Default,
+        "async () => Array(200).fill('x'.repeat(1 << 20))",
+    )
+    .await;
+    assert_eq!(
+        error(&report).kind,
+        ErrorKind::OutOfMemory,
+        "{:?}",
+        error(&report)
+    );
+    assert_eq!(value(&run(Kind::Default, "async () => 1").await), &json!(1));
+}
