@@ -147,7 +147,7 @@ impl Encoder {
                     let _ = write!(self.out, "{}", qjs::JS_VALUE_GET_INT(v));
                 }
                 qjs::JS_TAG_FLOAT64 => self.number(v, qjs::JS_VALUE_GET_FLOAT64(v))?,
-                qjs::JS_TAG_STRING | qjs::JS_TAG_STRING_ROPE => self.string(v)?,
+                qjs::JS_TAG_STRING | qjs::JS_TAG_STRING_ROPE => self.raw_string(v, true)?,
                 qjs::JS_TAG_UNDEFINED | qjs::JS_TAG_SYMBOL => return Some(Written::Nothing),
                 qjs::JS_TAG_OBJECT if depth < MAX_DEPTH => match qjs::JS_GetClassID(v) {
                     c if c == self.known.object => self.object(v, depth)?,
@@ -181,12 +181,8 @@ impl Encoder {
         Some(())
     }
 
-    /// A string, quoted and escaped as `JSON.stringify` does.
-    unsafe fn string(&mut self, v: qjs::JSValue) -> Option<()> {
-        self.raw_string(v, true)
-    }
-
-    /// Writes the text of string `v`, quoted or as is.
+    /// Writes the text of string `v`, quoted (escaped as `JSON.stringify`
+    /// does) or as is.
     fn raw_string(&mut self, v: qjs::JSValue, quoted: bool) -> Option<()> {
         let mut len = 0;
         // SAFETY: see `value`.
@@ -206,8 +202,13 @@ impl Encoder {
         unsafe {
             let bytes = std::slice::from_raw_parts(ptr.cast::<u8>(), len);
             let text = std::str::from_utf8(bytes).ok().filter(|text| {
-                let needed = if quoted { quoted_len(text) } else { len };
-                self.out.len() + needed <= MAX_BYTES
+                // Escaping at most sextuples the text: only a string that
+                // might not fit is measured exactly.
+                let room = MAX_BYTES.saturating_sub(self.out.len());
+                match quoted {
+                    false => len <= room,
+                    true => len.saturating_mul(6) + 2 <= room || quoted_len(text) <= room,
+                }
             });
             if let Some(text) = text {
                 if quoted {
@@ -387,14 +388,30 @@ impl Encoder {
     }
 }
 
+/// How `JSON.stringify` escapes byte `b` of UTF-8 text: `None` if it is
+/// written as is, `Some("")` for a `\u00XX` escape, else the short escape.
+fn escape(b: u8) -> Option<&'static str> {
+    Some(match b {
+        b'"' => "\\\"",
+        b'\\' => "\\\\",
+        b'\n' => "\\n",
+        b'\r' => "\\r",
+        b'\t' => "\\t",
+        0x08 => "\\b",
+        0x0c => "\\f",
+        0..=0x1f => "",
+        _ => return None,
+    })
+}
+
 /// Length of `text` once [`quote`]d.
 fn quoted_len(text: &str) -> usize {
     2 + text
         .bytes()
-        .map(|b| match b {
-            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
-            0..=0x1f => 6,
-            _ => 1,
+        .map(|b| match escape(b) {
+            None => 1,
+            Some("") => 6,
+            Some(short) => short.len(),
         })
         .sum::<usize>()
 }
@@ -407,16 +424,8 @@ fn quote(out: &mut String, text: &str) {
     out.push('"');
     let mut start = 0;
     for (i, b) in text.bytes().enumerate() {
-        let escape = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0..=0x1f => "",
-            _ => continue,
+        let Some(escape) = escape(b) else {
+            continue;
         };
         out.push_str(&text[start..i]);
         if escape.is_empty() {

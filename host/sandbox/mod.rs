@@ -8,7 +8,7 @@
 //!
 //! - **CPU**: fuel (`max_fuel`), so a spinning script stops deterministically;
 //! - **wall time**: a tokio deadline over the whole execution. The guest
-//!   yields to tokio every [`FUEL_YIELD_INTERVAL`] units of fuel (about 1 ms
+//!   yields to tokio every 10 million units of fuel (about 1 ms
 //!   of JS), so the deadline fires in the middle of a computation as well as
 //!   while the script waits on the host, and a spinning script never holds a
 //!   worker thread. (No epoch interruption: it would check the same loop
@@ -71,7 +71,7 @@ use bindings::quickforge::sandbox::types as wit;
 /// longest a guest holds a worker thread. A yield costs a fiber switch and a
 /// trip through the scheduler, a few microseconds, well under 1% at this
 /// interval.
-pub const FUEL_YIELD_INTERVAL: u64 = 10_000_000;
+const FUEL_YIELD_INTERVAL: u64 = 10_000_000;
 
 /// Native stack Wasm code may use. 1 MiB is below the guest's 4 MiB shadow
 /// stack (see `guest/.cargo/config.toml`), so deep JS recursion runs out of

@@ -11,7 +11,7 @@ use quickforge::{ErrorKind, Mode};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
-use crate::support::{Kind, context, error, run, run_with, value};
+use crate::support::{HANG_BOUND, Kind, context, fails_as, run, run_with, value};
 
 /// Expressions covering the plain-data fast path and every reason to leave it.
 const CASES: &[&str] = &[
@@ -48,6 +48,16 @@ const CASES: &[&str] = &[
     "(() => { const o = { a: 1 }; Object.prototype.toJSON = function () { return 'proto'; }; return o; })()",
     "(() => { const a = [1]; Array.prototype.toJSON = function () { return 'array proto'; }; return { a }; })()",
 ];
+
+/// The `[code, message]` of the error `forge.callTool` rejects with when its
+/// arguments are `args` (a JS expression); panics if the call goes through.
+async fn refused_arguments(args: &str) -> Value {
+    let code = format!(
+        "async () => {{ try {{ await forge.callTool('alpha', 'echo', {args}); return 'sent'; }} \
+         catch (e) {{ return [e.code, e.message]; }} }}"
+    );
+    value(&run(Kind::Default, &code).await).clone()
+}
 
 fn sha256(text: &str) -> String {
     format!("{:x}", Sha256::digest(text.as_bytes()))
@@ -132,19 +142,13 @@ async fn unencodable_arguments_and_results_fail_as_before() {
         ),
         ("({ big: 10n })", "BigInt"),
     ] {
-        let code = format!(
-            "async () => {{ try {{ await forge.callTool('alpha', 'echo', {args}); return 'sent'; }} \
-             catch (e) {{ return [e.code, e.message]; }} }}"
-        );
-        let report = run(Kind::Default, &code).await;
-        let got = value(&report);
+        let got = refused_arguments(args).await;
         assert_eq!(got[0], json!("INVALID_ARGUMENT"), "{args}: {got}");
         assert!(got[1].as_str().unwrap().contains(says), "{args}: {got}");
 
-        let report = run(Kind::Default, &format!("async () => ({args})")).await;
-        let err = error(&report);
-        assert_eq!(err.kind, ErrorKind::NotSerializable, "{args}: {err:?}");
-        assert!(err.message.contains(says), "{args}: {err:?}");
+        let code = format!("async () => ({args})");
+        let message = fails_as(Kind::Default, &code, ErrorKind::NotSerializable, HANG_BOUND).await;
+        assert!(message.contains(says), "{args}: {message}");
     }
 }
 
@@ -162,28 +166,12 @@ async fn long_prototype_chains_and_huge_values_go_to_json_stringify() {
 
     // 200 MiB of JSON: past what the guest encodes outside QuickJS's memory
     // limit, so JSON.stringify runs out of memory as a catchable error...
-    let code = r#"async () => {
-        const s = 'x'.repeat(1 << 20);
-        try { await forge.callTool('alpha', 'echo', { v: Array(200).fill(s) }); return 'sent'; }
-        catch (e) { return [e.code, e.message]; }
-    }"#;
-    let report = run(Kind::Default, code).await;
-    let got = value(&report);
+    let got = refused_arguments("{ v: Array(200).fill('x'.repeat(1 << 20)) }").await;
     assert_eq!(got[0], json!("INVALID_ARGUMENT"), "{got}");
     assert!(got[1].as_str().unwrap().contains("out of memory"), "{got}");
 
     // ...and a result that size fails as out of memory, not as a killed
     // instance; the next execution runs.
-    let report = run(
-        Kind::Default,
-        "async () => Array(200).fill('x'.repeat(1 << 20))",
-    )
-    .await;
-    assert_eq!(
-        error(&report).kind,
-        ErrorKind::OutOfMemory,
-        "{:?}",
-        error(&report)
-    );
-    assert_eq!(value(&run(Kind::Default, "async () => 1").await), &json!(1));
+    let code = "async () => Array(200).fill('x'.repeat(1 << 20))";
+    fails_as(Kind::Default, code, ErrorKind::OutOfMemory, HANG_BOUND).await;
 }

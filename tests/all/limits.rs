@@ -6,23 +6,7 @@ use std::time::{Duration, Instant};
 use quickforge::{ErrorKind, Mode};
 use serde_json::json;
 
-use crate::support::{Kind, error, run, value};
-
-/// Runs `code`, checks it fails as `kind` within `bound`, then checks that
-/// the same sandbox still runs a script. Returns the error's message.
-async fn fails_as(sandbox: Kind, code: &str, kind: ErrorKind, bound: Duration) -> String {
-    let report = run(sandbox, code).await;
-    let elapsed = Duration::from_micros(report.stats.micros);
-    let err = error(&report).clone();
-    assert_eq!(err.kind, kind, "{code}: {err:?}");
-    assert!(elapsed < bound, "{code}: took {elapsed:?}, bound {bound:?}");
-    assert!(!err.message.is_empty());
-    let next = run(sandbox, "async () => 'still serving'").await;
-    assert_eq!(value(&next), &json!("still serving"));
-    err.message
-}
-
-const HANG_BOUND: Duration = Duration::from_secs(20);
+use crate::support::{HANG_BOUND, Kind, error, fails_as, run, value};
 
 #[tokio::test]
 async fn infinite_loop_runs_out_of_cpu() {

@@ -113,6 +113,28 @@ pub async fn run_with(kind: Kind, mode: Mode, code: &str, cx: ExecutionContext) 
     sandbox(kind).run(mode, code, cx).await
 }
 
+/// Runs `code`, checks it fails as `kind` within `bound`, then checks that
+/// the same sandbox still runs a script. Returns the error's message.
+pub async fn fails_as(
+    sandbox: Kind,
+    code: &str,
+    kind: quickforge::ErrorKind,
+    bound: Duration,
+) -> String {
+    let report = run(sandbox, code).await;
+    let elapsed = Duration::from_micros(report.stats.micros);
+    let err = error(&report).clone();
+    assert_eq!(err.kind, kind, "{code}: {err:?}");
+    assert!(elapsed < bound, "{code}: took {elapsed:?}, bound {bound:?}");
+    assert!(!err.message.is_empty());
+    let next = run(sandbox, "async () => 'still serving'").await;
+    assert_eq!(value(&next), &json!("still serving"));
+    err.message
+}
+
+/// Generous bound for a limit to end an execution: only a hang exceeds it.
+pub const HANG_BOUND: Duration = Duration::from_secs(20);
+
 /// The value of a successful run; panics with the error otherwise.
 pub fn value(report: &Report) -> &Value {
     match &report.result {
