@@ -39,6 +39,11 @@ const MAX_BYTES: usize = 1 << 20;
 /// `JSON.stringify`. Ordinary data has one or two.
 const MAX_CHAIN: usize = 64;
 
+/// Prototypes remembered per encoding as free of `toJSON`. Plain data has
+/// two (`Object.prototype`, `Array.prototype`); a chain past this many is
+/// still checked, only walked again each time.
+const PROTO_CACHE: usize = 8;
+
 thread_local! {
     /// QuickJS's class ids of ordinary objects and arrays (private to
     /// quickjs.c, so read off live objects by [`prepare`]); `None`
@@ -76,15 +81,40 @@ pub fn prepare(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
 /// plain data; `None` if it is not (or is `undefined` at the top), and
 /// `JSON.stringify` should decide.
 pub fn encode(ctx: &Ctx<'_>, value: &Value<'_>) -> Option<String> {
+    // SAFETY: `ctx` is live and locked, and `value` belongs to it.
+    unsafe { encode_raw(ctx.as_raw().as_ptr(), value.as_raw()) }
+}
+
+/// [`encode`] for an ordinary object only (`{...}`, not an array, function
+/// or any other class): `None` for anything else.
+///
+/// # Safety
+/// `ctx` must be the live context, locked, that `value` belongs to.
+pub unsafe fn encode_object(ctx: *mut qjs::JSContext, value: qjs::JSValue) -> Option<String> {
     let known = KNOWN.with(Cell::get)?;
-    let ctx = ctx.as_raw().as_ptr();
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        if !qjs::JS_IsObject(value) || qjs::JS_GetClassID(value) != known.object {
+            return None;
+        }
+        encode_raw(ctx, value)
+    }
+}
+
+/// [`encode`] on raw values.
+///
+/// # Safety
+/// `ctx` must be the live context, locked, that `value` belongs to.
+unsafe fn encode_raw(ctx: *mut qjs::JSContext, value: qjs::JSValue) -> Option<String> {
+    let known = KNOWN.with(Cell::get)?;
     let mut enc = Encoder {
         ctx,
         known,
         out: String::new(),
-        plain_protos: Vec::new(),
+        plain_protos: [0; PROTO_CACHE],
+        plain_count: 0,
     };
-    let written = enc.value(value.as_raw(), 0);
+    let written = enc.value(value, 0);
     // Giving up must leave nothing behind: a call that failed (only out of
     // memory can) left its exception pending, and JSON.stringify must start
     // clean. The encoder is only called with no exception pending.
@@ -112,8 +142,10 @@ struct Encoder {
     known: Known,
     out: String,
     /// Prototypes already found to be ordinary objects without `toJSON`
-    /// (compared by address; no script runs while encoding, so they stay so).
-    plain_protos: Vec<usize>,
+    /// (compared by address; no script runs while encoding, so they stay so),
+    /// the first `plain_count` of them.
+    plain_protos: [usize; PROTO_CACHE],
+    plain_count: usize,
 }
 
 /// A value the encoder owns a reference to, released when dropped.
@@ -144,7 +176,8 @@ impl Encoder {
                     "false"
                 }),
                 qjs::JS_TAG_INT => {
-                    let _ = write!(self.out, "{}", qjs::JS_VALUE_GET_INT(v));
+                    let mut digits = itoa::Buffer::new();
+                    self.out.push_str(digits.format(qjs::JS_VALUE_GET_INT(v)));
                 }
                 qjs::JS_TAG_FLOAT64 => self.number(v, qjs::JS_VALUE_GET_FLOAT64(v))?,
                 qjs::JS_TAG_STRING | qjs::JS_TAG_STRING_ROPE => self.raw_string(v, true)?,
@@ -169,7 +202,8 @@ impl Encoder {
             self.out.push_str("null");
         } else if d.fract() == 0.0 && d.abs() < 1e15 {
             // Exact in i64, and printed without exponent by JS too; -0 is "0".
-            let _ = write!(self.out, "{}", d as i64);
+            let mut digits = itoa::Buffer::new();
+            self.out.push_str(digits.format(d as i64));
         } else {
             // SAFETY: see `value`.
             let s = Owned(self.ctx, unsafe { qjs::JS_ToString(self.ctx, v) });
@@ -224,15 +258,17 @@ impl Encoder {
 
     /// Whether `obj` (an ordinary object or array) and its prototype chain
     /// are free of `toJSON` and of anything exotic. Prototypes that pass are
-    /// remembered, so the common chains (`Object.prototype`,
-    /// `Array.prototype`) are walked once per encoding.
+    /// remembered (the first [`PROTO_CACHE`]), so the common chains
+    /// (`Object.prototype`, `Array.prototype`) are walked once per encoding.
+    /// A prototype is remembered before the rest of its chain is checked:
+    /// if that check fails, the whole encoding gives up.
     unsafe fn plain_chain(&mut self, obj: qjs::JSValue) -> Option<()> {
         // SAFETY: see `value`.
         unsafe {
             if self.has_own(obj, self.known.to_json)? {
                 return None;
             }
-            let mut passed = Vec::new();
+            let mut walked = 0;
             let mut proto = Owned(self.ctx, qjs::JS_GetPrototype(self.ctx, obj));
             loop {
                 match qjs::JS_VALUE_GET_NORM_TAG(proto.1) {
@@ -241,20 +277,23 @@ impl Encoder {
                     _ => return None,
                 }
                 let addr = qjs::JS_VALUE_GET_PTR(proto.1) as usize;
-                if self.plain_protos.contains(&addr) {
+                if self.plain_protos[..self.plain_count].contains(&addr) {
                     break;
                 }
                 let class = qjs::JS_GetClassID(proto.1);
-                if passed.len() == MAX_CHAIN
+                if walked == MAX_CHAIN
                     || (class != self.known.object && class != self.known.array)
                     || self.has_own(proto.1, self.known.to_json)?
                 {
                     return None;
                 }
-                passed.push(addr);
+                walked += 1;
+                if self.plain_count < PROTO_CACHE {
+                    self.plain_protos[self.plain_count] = addr;
+                    self.plain_count += 1;
+                }
                 proto = Owned(self.ctx, qjs::JS_GetPrototype(self.ctx, proto.1));
             }
-            self.plain_protos.extend(passed);
             Some(())
         }
     }

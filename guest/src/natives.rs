@@ -9,24 +9,31 @@
 //! into a `ForgeError`.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::ffi::{c_char, c_int};
+use std::ptr::NonNull;
 
 use rquickjs::function::Opt;
-use rquickjs::{Array, Ctx, Error, Function, IntoJs, Object, Persistent, Promise, Result, Value};
+use rquickjs::{Array, Ctx, Error, Function, IntoJs, Object, Persistent, Result, Value, qjs};
 
 use crate::engine::type_name;
 use crate::quickforge::sandbox::calls::Completion;
 use crate::quickforge::sandbox::types::{ForgeError, LogLevel};
 use crate::quickforge::sandbox::{logging, manifest, random, resources, stash, tools};
 
-/// The resolve and reject functions of one call's promise.
-type Settlers = (Persistent<Function<'static>>, Persistent<Function<'static>>);
+/// The resolve and reject functions of one call's promise, as references
+/// this module owns until the call settles.
+struct Settlers {
+    id: u32,
+    resolve: qjs::JSValue,
+    reject: qjs::JSValue,
+}
 
 thread_local! {
     /// The prelude's `ForgeError` factory, set once the prelude has run.
     static MAKE_ERROR: RefCell<Option<Persistent<Function<'static>>>> = const { RefCell::new(None) };
-    /// Host operations started in this run and not yet completed, by call id.
-    static PENDING: RefCell<HashMap<u32, Settlers>> = RefCell::new(HashMap::new());
+    /// Host operations started in this run and not yet completed. A short
+    /// list searched by call id: it holds only what is in flight at once.
+    static PENDING: RefCell<Vec<Settlers>> = const { RefCell::new(Vec::new()) };
     /// xorshift64* state behind `Math.random`; reseeded from the host per run.
     static RNG: Cell<u64> = const { Cell::new(0x9E37_79B9_7F4A_7C15) };
 }
@@ -37,31 +44,65 @@ pub fn in_flight() -> usize {
 }
 
 /// Settles the promise of the call that `done` completes: resolved with the
-/// parsed JSON, or rejected with a `ForgeError`. Parsing
-/// and settling go through QuickJS's C API, never through globals a script
-/// could have replaced.
-pub fn settle<'js>(ctx: &Ctx<'js>, done: Completion) -> Result<()> {
-    let Some((resolve, reject)) = PENDING.with(|p| p.borrow_mut().remove(&done.id)) else {
+/// parsed JSON, or rejected with a `ForgeError` (or the parse error).
+/// Parsing and settling go through QuickJS's C API, never through globals a
+/// script could have replaced.
+pub fn settle(ctx: &Ctx<'_>, done: Completion) -> Result<()> {
+    let Some(settlers) = PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        let i = p.iter().position(|s| s.id == done.id)?;
+        Some(p.swap_remove(i))
+    }) else {
         return Ok(());
     };
-    match done.outcome {
-        Ok(json) => match ctx.json_parse(json) {
-            Ok(value) => resolve.restore(ctx)?.call((value,)),
-            Err(Error::Exception) => {
-                let err = ctx.catch();
-                reject.restore(ctx)?.call((err,))
-            }
-            Err(e) => Err(e),
-        },
-        Err(e) => {
-            let err = forge_error_object(ctx, e)?;
-            reject.restore(ctx)?.call((err,))
+    let raw = ctx.as_raw().as_ptr();
+    // SAFETY: `raw` is the live context whose lock `ctx` holds; `settlers`
+    // are references this module owns, released here once whatever happens;
+    // `arg` is owned and released after the call.
+    unsafe {
+        let settled = match done.outcome {
+            // QuickJS's JSON parser reads up to a terminating NUL; the host
+            // sends serde_json text, which escapes every control character.
+            Ok(json) => std::ffi::CString::new(json)
+                .map_err(|_| Error::new_from_js("tool result", "JSON text"))
+                .map(|text| {
+                    let len = text.as_bytes().len();
+                    let value =
+                        qjs::JS_ParseJSON(raw, text.as_ptr(), len as _, c"<result>".as_ptr());
+                    if qjs::JS_IsException(value) {
+                        (settlers.reject, qjs::JS_GetException(raw))
+                    } else {
+                        (settlers.resolve, value)
+                    }
+                }),
+            Err(e) => forge_error_object(ctx, e).map(|err| (settlers.reject, owned(err))),
+        };
+        let r = settled.map(|(func, mut arg)| {
+            let r = qjs::JS_Call(raw, func, qjs::JS_UNDEFINED, 1, &mut arg);
+            qjs::JS_FreeValue(raw, arg);
+            r
+        });
+        qjs::JS_FreeValue(raw, settlers.resolve);
+        qjs::JS_FreeValue(raw, settlers.reject);
+        let r = r?;
+        if qjs::JS_IsException(r) {
+            return Err(Error::Exception);
         }
+        qjs::JS_FreeValue(raw, r);
     }
+    Ok(())
+}
+
+/// The raw reference `value` holds, now owned by the caller.
+fn owned(value: Value<'_>) -> qjs::JSValue {
+    let raw = value.as_raw();
+    // SAFETY: the reference `value` releases on drop is replaced by this one.
+    unsafe { qjs::JS_DupValue(value.ctx().as_raw().as_ptr(), raw) }
 }
 
 /// Starts a run: reseeds `Math.random` from the host's entropy (the snapshot
-/// froze whatever state init left behind) and forgets any earlier calls.
+/// froze whatever state init left behind). Nothing is in flight: every run
+/// starts from the snapshot, taken with no call started.
 pub fn reseed() {
     let seed = random::seed();
     // xorshift must not start at zero.
@@ -72,7 +113,7 @@ pub fn reseed() {
             seed
         })
     });
-    PENDING.with(|p| p.borrow_mut().clear());
+    debug_assert_eq!(in_flight(), 0);
 }
 
 fn next_random() -> f64 {
@@ -118,14 +159,6 @@ fn forge_error_object<'js>(ctx: &Ctx<'js>, err: ForgeError) -> Result<Value<'js>
         .call((err.code, err.message, err.retryable, err.suggestion))
 }
 
-/// A promise already rejected with `err` as a `ForgeError`: `forge.*` calls
-/// report every failure through their promise, never synchronously.
-fn rejected<'js>(ctx: &Ctx<'js>, err: ForgeError) -> Result<Promise<'js>> {
-    let (promise, _, reject) = ctx.promise()?;
-    reject.call::<_, ()>((forge_error_object(ctx, err)?,))?;
-    Ok(promise)
-}
-
 fn usage(message: String, suggestion: Option<&str>) -> ForgeError {
     ForgeError {
         code: "INVALID_ARGUMENT".into(),
@@ -135,69 +168,267 @@ fn usage(message: String, suggestion: Option<&str>) -> ForgeError {
     }
 }
 
-/// The non-empty string in `value`, or an `INVALID_ARGUMENT` error naming `what`.
-fn name_arg(what: &str, value: &Value<'_>) -> std::result::Result<String, ForgeError> {
-    match value.as_string().and_then(|s| s.to_string().ok()) {
-        Some(s) if !s.is_empty() => Ok(s),
-        _ => Err(usage(
-            format!(
-                "{what} must be a non-empty string, got {}",
-                type_name(value)
-            ),
-            None,
-        )),
+/// `raw` as an rquickjs context, for the paths that are not hot (errors,
+/// the `JSON.stringify` fallback).
+///
+/// # Safety
+/// `raw` must be the live context of the native being called.
+unsafe fn with_ctx<R>(raw: *mut qjs::JSContext, f: impl for<'js> FnOnce(Ctx<'js>) -> R) -> R {
+    let raw = NonNull::new(raw).expect("QuickJS passes a context");
+    // SAFETY: the caller's guarantee; the lock is held while a native runs.
+    f(unsafe { Ctx::from_raw(raw) })
+}
+
+/// A string argument borrowed from QuickJS as UTF-8: ASCII text is read in
+/// place, without a copy.
+struct Name {
+    ctx: *mut qjs::JSContext,
+    ptr: *const c_char,
+    len: usize,
+}
+
+impl Name {
+    /// The non-empty string in `value`, or an `INVALID_ARGUMENT` error naming
+    /// `what`.
+    ///
+    /// # Safety
+    /// `ctx` must be the live context `value` belongs to, and `value` live
+    /// for as long as the returned `Name`.
+    unsafe fn new(
+        ctx: *mut qjs::JSContext,
+        what: &str,
+        value: qjs::JSValue,
+    ) -> std::result::Result<Self, ForgeError> {
+        // SAFETY: the caller's guarantee; a string converts without running
+        // script code.
+        unsafe {
+            if qjs::JS_IsString(value) {
+                let mut len = 0;
+                let ptr = qjs::JS_ToCStringLen2(ctx, &mut len, value, false);
+                if !ptr.is_null() {
+                    let name = Name {
+                        ctx,
+                        ptr,
+                        len: len as usize,
+                    };
+                    match name.text() {
+                        Some("") => {}
+                        Some(_) => return Ok(name),
+                        // QuickJS encodes a lone surrogate as its own three
+                        // bytes, which no UTF-8 decoder accepts.
+                        None => {
+                            return Err(usage(
+                                format!(
+                                    "{what} must be valid Unicode, not a lone UTF-16 surrogate"
+                                ),
+                                None,
+                            ));
+                        }
+                    }
+                } else {
+                    // Out of memory: the error below replaces it.
+                    qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx));
+                }
+            }
+            let kind = with_ctx(ctx, |c| {
+                type_name(&Value::from_raw(c.clone(), qjs::JS_DupValue(ctx, value)))
+            });
+            Err(usage(
+                format!("{what} must be a non-empty string, got {kind}"),
+                None,
+            ))
+        }
+    }
+
+    fn text(&self) -> Option<&str> {
+        // SAFETY: QuickJS returned `len` bytes at `ptr`, live until dropped.
+        std::str::from_utf8(unsafe { std::slice::from_raw_parts(self.ptr.cast(), self.len) }).ok()
+    }
+}
+
+impl std::ops::Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.text().expect("checked in Name::new")
+    }
+}
+
+impl Drop for Name {
+    fn drop(&mut self) {
+        // SAFETY: taken from JS_ToCStringLen2 in `new`, released once.
+        unsafe { qjs::JS_FreeCString(self.ctx, self.ptr) }
     }
 }
 
 /// Tool arguments as JSON: an object, or `{}` for `undefined`/`null`.
-fn args_json<'js>(
-    ctx: &Ctx<'js>,
-    args: Option<Value<'js>>,
+///
+/// # Safety
+/// `ctx` must be the live context `args` belongs to.
+unsafe fn args_json(
+    ctx: *mut qjs::JSContext,
+    args: qjs::JSValue,
 ) -> std::result::Result<String, ForgeError> {
-    let args = match args {
-        None => return Ok("{}".into()),
-        Some(a) if a.is_undefined() || a.is_null() => return Ok("{}".into()),
-        Some(a) => a,
-    };
-    if !args.is_object() || args.is_array() || args.is_function() {
-        return Err(usage(
-            format!("tool arguments must be an object, got {}", type_name(&args)),
-            Some("pass an object such as { query: \"...\" }"),
-        ));
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        if qjs::JS_IsUndefined(args) || qjs::JS_IsNull(args) {
+            return Ok("{}".into());
+        }
+        if let Some(json) = crate::json::encode_object(ctx, args) {
+            return Ok(json);
+        }
+        with_ctx(ctx, |c| {
+            let args = Value::from_raw(c.clone(), qjs::JS_DupValue(ctx, args));
+            if !args.is_object() || args.is_array() || args.is_function() {
+                return Err(usage(
+                    format!("tool arguments must be an object, got {}", type_name(&args)),
+                    Some("pass an object such as { query: \"...\" }"),
+                ));
+            }
+            match c.json_stringify(args) {
+                Ok(Some(s)) => s.to_string().map_err(|e| usage(e.to_string(), None)),
+                Ok(None) => Ok("{}".into()),
+                Err(_) => {
+                    let exc = c.catch();
+                    let why = exc
+                        .as_object()
+                        .and_then(|o| o.get::<_, String>("message").ok())
+                        .unwrap_or_default();
+                    Err(usage(
+                        format!("tool arguments are not serializable to JSON: {why}"),
+                        Some("pass plain data: no BigInt, no cycles"),
+                    ))
+                }
+            }
+        })
     }
-    if let Some(json) = crate::json::encode(ctx, &args) {
-        return Ok(json);
-    }
-    match ctx.json_stringify(args) {
-        Ok(Some(s)) => s.to_string().map_err(|e| usage(e.to_string(), None)),
-        Ok(None) => Ok("{}".into()),
-        Err(_) => {
-            let exc = ctx.catch();
-            let why = exc
-                .as_object()
-                .and_then(|o| o.get::<_, String>("message").ok())
-                .unwrap_or_default();
-            Err(usage(
-                format!("tool arguments are not serializable to JSON: {why}"),
-                Some("pass plain data: no BigInt, no cycles"),
-            ))
+}
+
+/// A promise for the call the host started, or one already rejected with a
+/// `ForgeError` for its refusal: `forge.*` calls report every failure
+/// through their promise, never synchronously.
+///
+/// # Safety
+/// `ctx` must be the live context of the native being called.
+unsafe fn started(
+    ctx: *mut qjs::JSContext,
+    r: std::result::Result<u32, ForgeError>,
+) -> qjs::JSValue {
+    // SAFETY: the caller's guarantee; the resolving functions are owned
+    // references, kept in PENDING until `settle` releases them.
+    unsafe {
+        match r {
+            Ok(id) => {
+                let mut funcs = [qjs::JS_UNDEFINED; 2];
+                let promise = qjs::JS_NewPromiseCapability(ctx, funcs.as_mut_ptr());
+                if !qjs::JS_IsException(promise) {
+                    let [resolve, reject] = funcs;
+                    PENDING.with(|p| {
+                        p.borrow_mut().push(Settlers {
+                            id,
+                            resolve,
+                            reject,
+                        })
+                    });
+                }
+                promise
+            }
+            Err(e) => with_ctx(ctx, |c| match forge_error_object(&c, e) {
+                Ok(err) => qjs::JS_NewSettledPromise(ctx, true, err.as_raw()),
+                Err(Error::Exception) => qjs::JS_EXCEPTION,
+                Err(e) => {
+                    let _ = rquickjs::Exception::throw_internal(&c, &e.to_string());
+                    qjs::JS_EXCEPTION
+                }
+            }),
         }
     }
 }
 
-/// A promise for the call the host started, or one rejected with its refusal.
-fn started<'js>(ctx: &Ctx<'js>, r: std::result::Result<u32, ForgeError>) -> Result<Promise<'js>> {
-    let id = match r {
-        Ok(id) => id,
-        Err(e) => return rejected(ctx, e),
-    };
-    let (promise, resolve, reject) = ctx.promise()?;
-    let settlers = (
-        Persistent::save(ctx, resolve),
-        Persistent::save(ctx, reject),
-    );
-    PENDING.with(|p| p.borrow_mut().insert(id, settlers));
-    Ok(promise)
+/// The arguments QuickJS passed a native, with `undefined` past the end.
+///
+/// # Safety
+/// `argv` must point at `argc` live values.
+unsafe fn argument(argc: c_int, argv: *mut qjs::JSValue, i: usize) -> qjs::JSValue {
+    if i < argc.max(0) as usize {
+        // SAFETY: in bounds, per the caller's guarantee.
+        unsafe { *argv.add(i) }
+    } else {
+        qjs::JS_UNDEFINED
+    }
+}
+
+/// `forge.callTool(server, tool, args?)`, called straight from QuickJS: this
+/// is the hot path of every tool call, so it borrows its names and settles
+/// its promise without rquickjs's closure machinery. Missing arguments reject
+/// like wrong ones.
+unsafe extern "C" fn call_tool(
+    ctx: *mut qjs::JSContext,
+    _this: qjs::JSValue,
+    argc: c_int,
+    argv: *mut qjs::JSValue,
+) -> qjs::JSValue {
+    // SAFETY: QuickJS calls natives with their live context and arguments.
+    unsafe {
+        let arg = |i| argument(argc, argv, i);
+        let call = Name::new(ctx, "server", arg(0)).and_then(|server| {
+            let tool = Name::new(ctx, "tool", arg(1))?;
+            let args = args_json(ctx, arg(2))?;
+            tools::start_call(&server, &tool, &args)
+        });
+        started(ctx, call)
+    }
+}
+
+/// `forge.readResource(server, uri)`; see [`call_tool`].
+unsafe extern "C" fn read_resource(
+    ctx: *mut qjs::JSContext,
+    _this: qjs::JSValue,
+    argc: c_int,
+    argv: *mut qjs::JSValue,
+) -> qjs::JSValue {
+    // SAFETY: QuickJS calls natives with their live context and arguments.
+    unsafe {
+        let arg = |i| argument(argc, argv, i);
+        let read = Name::new(ctx, "server", arg(0)).and_then(|server| {
+            let uri = Name::new(ctx, "uri", arg(1))?;
+            resources::start_read(&server, &uri)
+        });
+        started(ctx, read)
+    }
+}
+
+type RawNative = unsafe extern "C" fn(
+    *mut qjs::JSContext,
+    qjs::JSValue,
+    c_int,
+    *mut qjs::JSValue,
+) -> qjs::JSValue;
+
+/// A JS function object for `native`, named `name`, declaring `length`
+/// parameters.
+fn raw_function<'js>(
+    ctx: &Ctx<'js>,
+    native: RawNative,
+    name: &std::ffi::CStr,
+    length: c_int,
+) -> Result<Value<'js>> {
+    let raw = ctx.as_raw().as_ptr();
+    // SAFETY: `raw` is the live context `ctx` holds; the new reference is
+    // handed to the returned `Value`.
+    unsafe {
+        let f = qjs::JS_NewCFunction2(
+            raw,
+            Some(native),
+            name.as_ptr(),
+            length,
+            qjs::JSCFunctionEnum_JS_CFUNC_generic,
+            0,
+        );
+        if qjs::JS_IsException(f) {
+            return Err(Error::Exception);
+        }
+        Ok(Value::from_raw(ctx.clone(), f))
+    }
 }
 
 fn level(name: &str) -> LogLevel {
@@ -212,49 +443,10 @@ fn level(name: &str) -> LogLevel {
 /// Builds the `host` object the prelude is called with.
 pub fn host_object<'js>(ctx: &Ctx<'js>) -> Result<Object<'js>> {
     let host = Object::new(ctx.clone())?;
-    host.set(
-        "callTool",
-        Function::new(
-            ctx.clone(),
-            |ctx: Ctx<'js>,
-             server: Opt<Value<'js>>,
-             tool: Opt<Value<'js>>,
-             args: Opt<Value<'js>>| {
-                // Missing arguments reject like wrong ones, rather than
-                // throwing rquickjs's arity TypeError synchronously.
-                let undefined = || Value::new_undefined(ctx.clone());
-                let (server, tool) = (
-                    server.0.unwrap_or_else(undefined),
-                    tool.0.unwrap_or_else(undefined),
-                );
-                let call = name_arg("server", &server).and_then(|server| {
-                    let tool = name_arg("tool", &tool)?;
-                    let args = args_json(&ctx, args.0)?;
-                    tools::start_call(&server, &tool, &args)
-                });
-                started(&ctx, call)
-            },
-        )?
-        .with_name("callTool")?,
-    )?;
+    host.set("callTool", raw_function(ctx, call_tool, c"callTool", 3)?)?;
     host.set(
         "readResource",
-        Function::new(
-            ctx.clone(),
-            |ctx: Ctx<'js>, server: Opt<Value<'js>>, uri: Opt<Value<'js>>| {
-                let undefined = || Value::new_undefined(ctx.clone());
-                let (server, uri) = (
-                    server.0.unwrap_or_else(undefined),
-                    uri.0.unwrap_or_else(undefined),
-                );
-                let read = name_arg("server", &server).and_then(|server| {
-                    let uri = name_arg("uri", &uri)?;
-                    resources::start_read(&server, &uri)
-                });
-                started(&ctx, read)
-            },
-        )?
-        .with_name("readResource")?,
+        raw_function(ctx, read_resource, c"readResource", 2)?,
     )?;
     host.set(
         "stashPut",

@@ -104,19 +104,59 @@ async fn bad_arguments_are_forge_errors() {
     let report = run(
         Kind::Default,
         r#"async () => {
-            const codes = [];
+            const out = [];
             for (const f of [() => forge.callTool("alpha", "echo", [1]), () => forge.callTool("", "echo"),
-                             () => forge.callTool("alpha", "echo", { n: 1n })]) {
-                try { await f(); } catch (e) { codes.push(e.code); }
+                             () => forge.callTool("alpha", "echo", { n: 1n }), () => forge.callTool(),
+                             () => forge.callTool("alpha", 7), () => forge.callTool("alpha", "echo", "text"),
+                             () => forge.callTool("\ud800", "echo"), () => forge.callTool("alpha", "echo", new Date(0)),
+                             () => forge.readResource("alpha"), () => forge.readResource(null, "x://y")]) {
+                // A refusal rejects the promise, never throws synchronously.
+                let p;
+                try { p = f(); } catch (e) { out.push("sync throw: " + e); continue; }
+                try { await p; out.push("resolved"); } catch (e) { out.push(e.code + ": " + e.message); }
             }
-            return codes;
+            return out;
         }"#,
     )
     .await;
     assert_eq!(
         value(&report),
-        &json!(["INVALID_ARGUMENT", "INVALID_ARGUMENT", "INVALID_ARGUMENT"])
+        &json!([
+            "INVALID_ARGUMENT: tool arguments must be an object, got an array",
+            "INVALID_ARGUMENT: server must be a non-empty string, got a string",
+            "INVALID_ARGUMENT: tool arguments are not serializable to JSON: BigInt are forbidden in JSON.stringify",
+            "INVALID_ARGUMENT: server must be a non-empty string, got undefined",
+            "INVALID_ARGUMENT: tool must be a non-empty string, got a number",
+            "INVALID_ARGUMENT: tool arguments must be an object, got a string",
+            "INVALID_ARGUMENT: server must be valid Unicode, not a lone UTF-16 surrogate",
+            "INVALID_ARGUMENT: tool arguments must be a JSON object",
+            "INVALID_ARGUMENT: uri must be a non-empty string, got undefined",
+            "INVALID_ARGUMENT: server must be a non-empty string, got null",
+        ])
     );
+}
+
+#[tokio::test]
+async fn names_keep_every_unicode_character() {
+    // Names are borrowed from QuickJS as UTF-8 on the hot path: non-ASCII
+    // text must reach the host intact, and a refusal must quote it intact.
+    let report = run(
+        Kind::Default,
+        r#"async () => {
+            const r = await forge.callTool("alpha", "echo", { q: "naïve 🦀", "ключ": 1 });
+            const why = async (f) => { try { await f(); } catch (e) { return e.message; } };
+            return { args: r.args, tool: await why(() => forge.callTool("alpha", "échø.検索")),
+                     server: await why(() => forge.server("nöwhere").x()) };
+        }"#,
+    )
+    .await;
+    let got = value(&report);
+    assert_eq!(got["args"], json!({ "q": "naïve 🦀", "ключ": 1 }));
+    assert!(
+        got["tool"].as_str().unwrap().contains("\"échø.検索\""),
+        "{got}"
+    );
+    assert!(got["server"].as_str().unwrap().contains("nöwhere"), "{got}");
 }
 
 #[tokio::test]
