@@ -204,10 +204,12 @@ const SESSION_CLOSE: std::time::Duration = std::time::Duration::from_secs(2);
 
 async fn serve_stdio(shared: Arc<Shared>) -> ExitCode {
     use rmcp::ServiceExt;
-    let running = match ForgeServer::new(shared.clone())
-        .serve(rmcp::transport::stdio())
-        .await
-    {
+    // Requests read before stdin ends are answered before the session ends.
+    let stdio = rmcp::transport::IntoTransport::<rmcp::RoleServer, _, _>::into_transport(
+        rmcp::transport::stdio(),
+    );
+    let transport = crate::stdio::AnswerBeforeEnd::new(stdio, shared.drain_grace());
+    let running = match ForgeServer::new(shared.clone()).serve(transport).await {
         Ok(r) => r,
         Err(e) => {
             tracing::warn!("the MCP client went away before initializing: {e}");

@@ -30,6 +30,7 @@ pub mod redact;
 pub mod sandbox;
 pub mod server;
 pub mod stash;
+pub mod stdio;
 pub mod suggest;
 pub mod tokens;
 pub mod validate;

@@ -117,11 +117,20 @@ impl Shared {
         self
     }
 
+    /// How long an execution admitted now may still take: its wait for a
+    /// free slot, its time limit, and a second for validation and answering.
+    /// (A wait for servers still starting up is not counted: shutting down
+    /// right after start-up should not take half a minute.)
+    pub fn drain_grace(&self) -> std::time::Duration {
+        let limits = self.sandbox.limits();
+        limits.max_queue_wait + limits.timeout + std::time::Duration::from_secs(1)
+    }
+
     /// Stops taking executions and waits for the running ones, at most
-    /// their own time limit plus a second.
+    /// [`Shared::drain_grace`].
     pub async fn drain(&self) {
         self.running.close();
-        let grace = self.sandbox.limits().timeout + std::time::Duration::from_secs(1);
+        let grace = self.drain_grace();
         if tokio::time::timeout(grace, self.running.wait())
             .await
             .is_err()

@@ -3,6 +3,7 @@
 //! Each time the error is precise, the other servers are unaffected and the
 //! gateway keeps serving.
 
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -318,6 +319,72 @@ async fn sigterm_lets_running_executions_finish() {
         .unwrap();
     assert!(status.success(), "{status}");
     drop(client);
+}
+
+/// A client may write its requests and close stdin at once. Every request
+/// read before the end of input is answered, even by an execution longer than
+/// the five seconds rmcp itself waits for running handlers, and then the
+/// gateway exits.
+#[tokio::test]
+async fn requests_written_before_stdin_closes_are_all_answered() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    let dir = scratch("eof");
+    let config = format!("{}\n[sandbox]\ntimeout_secs = 20\n", fixture("faulty", &[]));
+    let mut child = quickforge_cmd(Some(&write_config(&dir, &config)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let call = |id: u32, code: &str| {
+        json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": { "name": "execute", "arguments": { "code": code } } })
+    };
+    let lines = [
+        json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": { "protocolVersion": "2025-06-18", "capabilities": {},
+                            "clientInfo": { "name": "eof-test", "version": "1" } } }),
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+        call(
+            1,
+            r#"async () => (await forge.callTool("faulty", "slow", { ms: 6500 })).slept"#,
+        ),
+        call(2, "async () => 1 + 1"),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for line in lines {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    drop(stdin);
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answers = std::collections::BTreeMap::new();
+    let read_all = async {
+        while let Some(line) = stdout.next_line().await.unwrap() {
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if let Some(id) = message["id"].as_u64() {
+                answers.insert(id, message);
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), read_all)
+        .await
+        .expect("the gateway ends its output once everything is answered");
+    let value = |id: u64| -> Value {
+        let a = &answers[&id];
+        assert_ne!(a["result"]["isError"], true, "{a:#}");
+        a["result"]["structuredContent"]["result"].clone()
+    };
+    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [0, 1, 2]);
+    assert_eq!(value(1), 6500, "the long execution finished and answered");
+    assert_eq!(value(2), 2);
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("the gateway exits")
+        .unwrap();
+    assert!(status.success(), "{status}");
 }
 
 #[tokio::test]
