@@ -221,26 +221,23 @@ impl ForgeServer {
     ) -> Report {
         // Oversized code is the sandbox's to refuse, without parsing it.
         if self.shared.validate && code.len() <= self.shared.sandbox.limits().max_code_size {
-            let owned = code.to_string();
-            let verdict = tokio::task::spawn_blocking(move || {
-                crate::validate::validate(&owned, &crate::validate::ValidatorLimits::default())
-            })
+            let verdict = crate::validate::validate_async(
+                code.to_string(),
+                crate::validate::ValidatorLimits::default(),
+            )
             .await;
             let refusal = match verdict {
-                Ok(Ok(())) => None,
+                Ok(()) => None,
                 // Code that does not parse, or is not one function, keeps
                 // the kinds the sandbox would give it; the rest is policy.
-                Ok(Err(rejection)) => Some((
+                Err(rejection) => Some((
                     match rejection.rule {
                         "syntax" => crate::error::ErrorKind::Syntax,
                         "not-async-arrow" => crate::error::ErrorKind::NotAFunction,
+                        "internal" => crate::error::ErrorKind::Internal,
                         _ => crate::error::ErrorKind::Validation,
                     },
                     rejection.to_string(),
-                )),
-                Err(e) => Some((
-                    crate::error::ErrorKind::Internal,
-                    format!("the validator failed: {e}"),
                 )),
             };
             if let Some((kind, message)) = refusal {

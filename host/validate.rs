@@ -24,8 +24,9 @@
 //!    functions, and the values bound to names (for constant folding);
 //! 4. a second AST pass applies the rules.
 //!
-//! All of it runs on a dedicated thread with a large stack, so deeply nested
-//! input can never overflow the caller's (possibly small) stack.
+//! All of it runs on a validator thread with a large stack (`threads.rs`), so
+//! deeply nested input can never overflow the caller's (possibly small)
+//! stack.
 //!
 //! Identifiers and property names are compared after folding: Unicode NFKC,
 //! removal of invisible characters, and a table of Cyrillic/Greek/Armenian
@@ -45,6 +46,8 @@ use oxc_ast_visit::{Visit, walk};
 use oxc_parser::{ParseOptions, Parser};
 use oxc_span::{GetSpan, SourceType, Span};
 use unicode_normalization::UnicodeNormalization;
+
+mod threads;
 
 // ============================================================================
 // Public API
@@ -84,7 +87,8 @@ pub struct Rejection {
     /// `computed-constructor`, `dynamic-import`, `import-meta`, `require`,
     /// `proto`, `computed-global`, `global-escape`, `reflect`, `proxy`,
     /// `webassembly`, `char-code-obfuscation`, `string-raw`, `with-statement`,
-    /// `timer-string`, `too-deep`, `not-async-arrow` or `syntax`.
+    /// `timer-string`, `too-deep`, `not-async-arrow`, `syntax`, or `internal`
+    /// when the validator itself failed (a bug: it panicked).
     pub rule: &'static str,
     /// 1-based line of the offending text.
     pub line: u32,
@@ -100,40 +104,35 @@ pub struct Rejection {
 /// Validates one quickforge script: `Ok(())` when it may run in the sandbox,
 /// otherwise the first rule it breaks.
 ///
-/// The work runs on a dedicated thread with a 32 MiB stack (reserved, not
-/// committed, memory), so callers on small stacks such as
-/// async runtime workers are safe; if that thread cannot be started the work
-/// runs on the caller's thread, still bounded by the pre-scan.
+/// The work runs on one of a few long-lived validator threads with 32 MiB
+/// stacks (reserved, not committed, memory), so callers on small stacks such
+/// as async runtime workers are safe; this call blocks until the verdict. If
+/// no such thread can be started the work runs on a thread of its own, or
+/// at worst on the caller's thread, still bounded by the pre-scan.
 pub fn validate(code: &str, limits: &ValidatorLimits) -> Result<(), Rejection> {
-    std::thread::scope(|scope| {
-        let spawned = std::thread::Builder::new()
-            .name("quickforge-validate".into())
-            .stack_size(VALIDATOR_STACK_BYTES)
-            .spawn_scoped(scope, || validate_here(code, limits));
-        match spawned {
-            Ok(handle) => handle.join().unwrap_or_else(|_| {
-                Err(rejection(
-                    code,
-                    "syntax",
-                    Span::new(0, 0),
-                    "the script could not be analysed".into(),
-                ))
-            }),
-            Err(_) => validate_here(code, limits),
-        }
-    })
+    threads::validate(code, limits)
+}
+
+/// [`validate`] for async callers: waits for the verdict without blocking
+/// a runtime thread.
+pub async fn validate_async(code: String, limits: ValidatorLimits) -> Result<(), Rejection> {
+    threads::validate_async(code, limits).await
+}
+
+/// The verdict on a script whose analysis panicked.
+fn unanalysable(code: &str) -> Rejection {
+    rejection(
+        code,
+        "internal",
+        Span::new(0, 0),
+        "the validator failed on this script (a quickforge bug); rephrasing the code may avoid it"
+            .into(),
+    )
 }
 
 // ============================================================================
 // Limits
 // ============================================================================
-
-/// Stack of the validator thread: 32 MiB of address space (pages are only
-/// committed when touched). The pre-scan keeps oxc's recursion under about
-/// [`PRESCAN_LIMIT`] levels of at most ~3 KiB each and our walks under
-/// [`PHYSICAL_LIMIT`] nodes; the worst inputs that get that far need 2–4 MiB
-/// in an unoptimised build (measured), so this is an 8x margin.
-const VALIDATOR_STACK_BYTES: usize = 32 << 20;
 
 /// Ceiling of the pre-scan's nesting estimate (brackets plus pending
 /// right-recursive operators such as `=`, `?`, `=>`, `!`, `new`). Far above
@@ -1121,6 +1120,7 @@ fn message(rule: &str, text: &str, detail: &str) -> String {
         "too-deep" => format!(
             "the script nests more than {detail} levels deep (at `{t}`); flatten it with helper functions, early returns or intermediate variables"
         ),
+        "internal" => detail.to_string(),
         "not-async-arrow" => format!(
             "a quickforge script must be exactly one async arrow function such as `async () => {{ ... }}` (found `{t}`); put all code inside that single function and remove other top-level statements"
         ),
