@@ -8,9 +8,12 @@
 //! longer (its timeout, plus its wait for a free slot) would be lost with its
 //! tool calls' effects already done. So [`AnswerBeforeEnd`] holds the end of
 //! input back from rmcp until every request it read has been answered or
-//! cancelled by the client, or a grace period has passed.
+//! cancelled by the client, or a grace period has passed, or an answer could
+//! not be written (the client is gone: nothing more can reach it).
 
 use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::RoleServer;
@@ -28,6 +31,8 @@ pub struct AnswerBeforeEnd<T> {
     grace: Duration,
     /// When the input ended, plus `grace`.
     deadline: Option<Instant>,
+    /// Set when writing an answer failed.
+    broken: Arc<AtomicBool>,
 }
 
 impl<T> AnswerBeforeEnd<T> {
@@ -38,6 +43,7 @@ impl<T> AnswerBeforeEnd<T> {
             open: HashSet::new(),
             grace,
             deadline: None,
+            broken: Arc::new(AtomicBool::new(false)),
         }
     }
 }
@@ -57,7 +63,15 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for AnswerBeforeEnd<T> {
         if let Some(id) = answered {
             self.open.remove(id);
         }
-        self.inner.send(item)
+        let sent = self.inner.send(item);
+        let broken = self.broken.clone();
+        async move {
+            let r = sent.await;
+            if r.is_err() {
+                broken.store(true, Ordering::Relaxed);
+            }
+            r
+        }
     }
 
     /// rmcp polls this in a `select!` with its other events and drops it
@@ -96,14 +110,20 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for AnswerBeforeEnd<T> {
             }
         }
         if !self.open.is_empty() {
-            if let Some(deadline) = self.deadline {
+            if self.broken.load(Ordering::Relaxed) {
+                tracing::info!(
+                    "the client can no longer be answered; ending {} request(s)",
+                    self.open.len()
+                );
+            } else {
+                let deadline = self.deadline.unwrap_or_else(Instant::now);
                 tokio::time::sleep_until(deadline).await;
+                tracing::warn!(
+                    "input ended and {} request(s) still had no answer after {:?}; ending them",
+                    self.open.len(),
+                    self.grace
+                );
             }
-            tracing::warn!(
-                "input ended and {} request(s) still had no answer after {:?}; ending them",
-                self.open.len(),
-                self.grace
-            );
             self.open.clear();
         }
         None
@@ -190,6 +210,18 @@ mod tests {
         write_lines(&mut client, &[ping(1), cancel]).await;
         assert_eq!(ends_within(&mut t, GRACE).await, Some(false));
         assert_eq!(ends_within(&mut t, GRACE).await, Some(false));
+        assert_eq!(ends_within(&mut t, Duration::ZERO).await, Some(true));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_cannot_be_answered_is_not_waited_for() {
+        let (mut client, mut t) = pair();
+        write_lines(&mut client, &[ping(1), ping(2)]).await;
+        assert_eq!(ends_within(&mut t, GRACE).await, Some(false));
+        assert_eq!(ends_within(&mut t, GRACE).await, Some(false));
+        drop(client);
+        assert!(t.send(answer(1)).await.is_err(), "the client is gone");
+        // Request 2 is still open, but its answer could not reach anyone.
         assert_eq!(ends_within(&mut t, Duration::ZERO).await, Some(true));
     }
 

@@ -22,11 +22,38 @@ pub(super) const STACK_BYTES: usize = 32 << 20;
 /// cores gain nothing; the sandbox runs at most a few executions at once.
 const MAX_THREADS: usize = 8;
 
+type Verdict = Result<(), Rejection>;
+
 /// One script to validate, and where its verdict goes.
 struct Job {
     code: String,
     limits: ValidatorLimits,
-    reply: Box<dyn FnOnce(Result<(), Rejection>) + Send>,
+    reply: Reply,
+}
+
+/// Where a verdict goes: a blocked thread, or an async caller.
+enum Reply {
+    Blocking(Sender<Verdict>),
+    Async(tokio::sync::oneshot::Sender<Verdict>),
+}
+
+impl Reply {
+    /// Whether the caller still waits: an async caller that was cancelled
+    /// (its request cancelled, its client gone) is not worth the work.
+    fn wanted(&self) -> bool {
+        match self {
+            Reply::Blocking(_) => true,
+            Reply::Async(tx) => !tx.is_closed(),
+        }
+    }
+
+    fn send(self, verdict: Verdict) {
+        // A caller that stopped waiting has nothing to receive it.
+        let _ = match self {
+            Reply::Blocking(tx) => tx.send(verdict).ok(),
+            Reply::Async(tx) => tx.send(verdict).ok(),
+        };
+    }
 }
 
 /// The queue of the validator threads; `None` when not one could be
@@ -64,21 +91,20 @@ fn work(jobs: &Mutex<Receiver<Job>>) {
             Err(_) => return,
         };
         let Ok(job) = job else { return };
+        if !job.reply.wanted() {
+            continue;
+        }
         let verdict = std::panic::catch_unwind(AssertUnwindSafe(|| {
             super::validate_here(&job.code, &job.limits)
         }))
         .unwrap_or_else(|_| Err(super::unanalysable(&job.code)));
-        (job.reply)(verdict);
+        job.reply.send(verdict);
     }
 }
 
 /// Hands `code` to a validator thread; `reply` gets the verdict. Gives the
 /// job back when no thread is running.
-fn submit(
-    code: String,
-    limits: ValidatorLimits,
-    reply: Box<dyn FnOnce(Result<(), Rejection>) + Send>,
-) -> Result<(), Job> {
+fn submit(code: String, limits: ValidatorLimits, reply: Reply) -> Result<(), Job> {
     let job = Job {
         code,
         limits,
@@ -93,10 +119,7 @@ fn submit(
 /// Validates on a validator thread, blocking until the verdict.
 pub(super) fn validate(code: &str, limits: &ValidatorLimits) -> Result<(), Rejection> {
     let (tx, rx) = channel();
-    let reply = Box::new(move |verdict| {
-        let _ = tx.send(verdict);
-    });
-    match submit(code.to_owned(), limits.clone(), reply) {
+    match submit(code.to_owned(), limits.clone(), Reply::Blocking(tx)) {
         // A verdict always comes: a panic is caught and answered.
         Ok(()) => rx.recv().unwrap_or_else(|_| Err(super::unanalysable(code))),
         Err(_) => on_own_thread(code, limits),
@@ -106,10 +129,7 @@ pub(super) fn validate(code: &str, limits: &ValidatorLimits) -> Result<(), Rejec
 /// Validates on a validator thread without blocking the async runtime.
 pub(super) async fn validate_async(code: String, limits: ValidatorLimits) -> Result<(), Rejection> {
     let (tx, rx) = tokio::sync::oneshot::channel();
-    let reply = Box::new(move |verdict| {
-        let _ = tx.send(verdict);
-    });
-    match submit(code, limits, reply) {
+    match submit(code, limits, Reply::Async(tx)) {
         Ok(()) => rx.await.unwrap_or_else(|_| Err(super::unanalysable(""))),
         Err(job) => tokio::task::spawn_blocking(move || on_own_thread(&job.code, &job.limits))
             .await

@@ -1,0 +1,164 @@
+//! One execution as one line of the log: what arrived, every operation
+//! its trail recorded, and how it ended.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::trail::{Operation, SharedTrail, lock, name, sha256};
+use super::writer::AuditLog;
+use crate::sandbox::{Mode, Report};
+
+/// Longest error message kept in a line, in bytes: the code says what
+/// happened, the message the detail.
+const MAX_MESSAGE_BYTES: usize = 1024;
+
+/// One execution, as one line of the log.
+#[derive(Debug, Serialize)]
+pub struct Record<'a> {
+    /// Always `"execution"`, so the lines can be picked out of stderr.
+    pub event: &'static str,
+    /// Random, unique per execution (128 bits, hex).
+    pub id: String,
+    /// Random, unique per client session (64 bits, hex).
+    pub session: &'a str,
+    /// When the execution arrived, RFC 3339 UTC with milliseconds.
+    pub timestamp: String,
+    /// `search` or `execute`.
+    pub operation: Mode,
+    /// SHA-256 (hex) of the code exactly as received.
+    pub code_sha256: String,
+    /// Size of the code, in bytes.
+    pub code_bytes: u64,
+    /// The start of the code, redacted, at most `preview_bytes`.
+    pub code_preview: String,
+    /// Every operation attempted, in order.
+    pub operations: Vec<Operation>,
+    /// Operations beyond `max_operations`, counted, not listed.
+    pub operations_dropped: u64,
+    /// Wall time from arrival to answer, in milliseconds.
+    pub duration_ms: f64,
+    /// `ok`, `error`, or `cancelled` (the request was cancelled, or the
+    /// client went away, before the execution finished).
+    pub outcome: &'static str,
+    /// The error kind of a failed execution.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<crate::error::ErrorKind>,
+    /// The code of the `ForgeError` that ended it, if one did (redacted
+    /// and bounded: a script can throw a code of its own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    /// The error message, redacted and bounded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Bytes of JSON returned to the client, after any cut.
+    pub result_bytes: u64,
+    /// Fuel consumed (0 when cancelled).
+    pub fuel: u64,
+    /// Log lines the script wrote, kept and dropped (0 when cancelled).
+    pub log_lines: u64,
+}
+
+/// An execution as it arrived.
+#[derive(Debug, Clone, Copy)]
+pub struct Arrival<'a> {
+    /// The session it came from.
+    pub session: &'a str,
+    /// When.
+    pub at: std::time::SystemTime,
+    /// `search` or `execute`.
+    pub mode: Mode,
+    /// The code.
+    pub code: &'a str,
+}
+
+
+impl AuditLog {
+    /// The line of one execution: `arrival` says what came in, `report`
+    /// what it produced (`None`: it was cancelled before it finished, as
+    /// when the client cancels the request or goes away), `trail` the
+    /// operations the sandbox recorded; the trail began when the execution
+    /// arrived, so its age is the time to the answer.
+    pub fn record<'a>(
+        &self,
+        arrival: &Arrival<'a>,
+        report: Option<&Report>,
+        trail: &SharedTrail,
+    ) -> Record<'a> {
+        let (operations, operations_dropped, took) = {
+            let trail = lock(trail);
+            let (operations, dropped) = trail.snapshot();
+            (operations, dropped, trail.elapsed())
+        };
+        let (outcome, error_kind, error_code, error, result_bytes) = match report.map(|r| &r.result)
+        {
+            None => ("cancelled", None, None, None, 0),
+            Some(Ok(value)) => (
+                "ok",
+                None,
+                None,
+                None,
+                crate::sandbox::json_len(value) as u64,
+            ),
+            // The code of an uncaught ForgeError may be the script's own
+            // invention: bounded and redacted like any other name.
+            Some(Err(e)) => (
+                "error",
+                Some(e.kind),
+                e.forge.as_ref().map(|f| name(&f.code)),
+                Some(crate::error::clip(
+                    &crate::redact::redact(&e.message).text,
+                    MAX_MESSAGE_BYTES,
+                )),
+                0,
+            ),
+        };
+        Record {
+            event: "execution",
+            id: random_id(16),
+            session: arrival.session,
+            timestamp: chrono::DateTime::<chrono::Utc>::from(arrival.at)
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            operation: arrival.mode,
+            code_sha256: sha256(arrival.code),
+            code_bytes: arrival.code.len() as u64,
+            code_preview: preview(arrival.code, self.preview_bytes),
+            operations,
+            operations_dropped,
+            duration_ms: took.as_secs_f64() * 1000.0,
+            outcome,
+            error_kind,
+            error_code,
+            error,
+            result_bytes,
+            fuel: report.map_or(0, |r| r.stats.fuel),
+            log_lines: report.map_or(0, |r| r.logs.len() as u64 + u64::from(r.stats.logs_dropped)),
+        }
+    }
+
+}
+
+/// Longest code redacted for a preview: 1 MiB, well above `max_code_size`.
+/// Longer code (which the sandbox refuses unless the limit was raised)
+/// gets no preview rather than a scan of megabytes.
+const MAX_PREVIEW_SCANNED: usize = 1024 * 1024;
+
+/// The start of `code`, redacted, at most `max` bytes before the cut marker.
+/// The whole code is redacted before the cut, so a secret that straddles
+/// the cut is still found.
+fn preview(code: &str, max: usize) -> String {
+    if code.len() > MAX_PREVIEW_SCANNED {
+        return format!("[{} bytes; no preview]", code.len());
+    }
+    crate::error::clip(&crate::redact::redact(code).text, max)
+}
+
+/// `bytes` random bytes, hex.
+pub fn random_id(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    // The OS random source failing is not worth losing an audit line over;
+    // a zero id is still a line.
+    let _ = getrandom::fill(&mut buf);
+    hex::encode(buf)
+}
+
