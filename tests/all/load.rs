@@ -94,6 +94,7 @@ const SCRIPTS: &[(&str, &str, Option<&str>)] = &[
 
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "slow (1,000 executions through the binary): .ci/run runs it with --ignored"]
 async fn a_thousand_executions_a_hundred_at_a_time() {
     let dir = scratch("load");
     let config = format!(
