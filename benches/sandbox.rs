@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quickforge::{
-    BoxFuture, CacheDir, Dispatcher, ExecutionContext, ForgeError, Mode, NoServers, Sandbox,
-    SandboxLimits, Stash,
+    CacheDir, ExecutionContext, ForgeError, Mode, NoServers, Route, Sandbox, SandboxLimits,
+    Servers, Stash, Target,
 };
 use serde_json::Value;
 
@@ -30,12 +30,13 @@ const CALLS: u32 = 1000;
 /// A tool that answers at once, so only quickforge's own overhead is timed.
 struct Instant0;
 
-impl Dispatcher for Instant0 {
-    fn call_tool(&self, _: &str, _: &str, _: Value) -> BoxFuture<Result<Value, ForgeError>> {
-        Box::pin(async { Ok(Value::Bool(true)) })
-    }
-    fn read_resource(&self, _: &str, _: &str) -> BoxFuture<Result<Value, ForgeError>> {
-        Box::pin(async { Ok(Value::Null) })
+impl Servers for Instant0 {
+    fn route(&self, _: Target<'_>) -> Result<Route, ForgeError> {
+        Ok(Route {
+            denied: None,
+            guards: None,
+            send: Box::new(|| Box::pin(async { Ok(Value::Bool(true)) })),
+        })
     }
 }
 
@@ -50,7 +51,7 @@ fn micros(d: Duration) -> String {
 
 async fn sample_sandbox(sandbox: &Sandbox, code: &str, warmup: usize, n: usize) -> Duration {
     let cx = || ExecutionContext {
-        dispatcher: Arc::new(Instant0),
+        servers: Arc::new(Instant0),
         manifest: Arc::new(NoServers),
         stash: Arc::new(Stash::default()),
         audit: None,

@@ -5,7 +5,8 @@
 //! - [`sandbox`] — the engine, the guest component and one execution;
 //! - [`gateway`] — downstream sessions, the live manifest, routing;
 //! - [`manifest`] — the model scripts query, search, TypeScript rendering;
-//! - [`dispatch`] — what scripts reach (tool calls, resources, manifest);
+//! - [`call`] — the one pipeline every tool call, resource read and stash
+//!   operation passes, in a written order;
 //! - [`stash`] — the per-session key-value store;
 //! - [`policy`] — tool policy, strict server groups, rate limits;
 //! - [`redact`] — secrets out of every error text and log line;
@@ -19,11 +20,12 @@
 //! - [`cli`] — the `quickforge` command.
 
 pub mod audit;
+pub mod call;
 pub mod cli;
 pub mod config;
-pub mod dispatch;
 pub mod error;
 pub mod gateway;
+mod guest_json;
 pub mod manifest;
 pub mod policy;
 pub mod redact;
@@ -35,10 +37,9 @@ pub mod suggest;
 pub mod tokens;
 pub mod validate;
 
+pub use call::{BoxFuture, ExecutionContext, Mode, NoServers, Route, Servers, Target};
 pub use config::{Config, ConfigError};
-pub use dispatch::{BoxFuture, Dispatcher, ManifestView, NoServers};
-pub use error::{ErrorKind, ExecutionError, ForgeError};
-pub use sandbox::{
-    CacheDir, ExecutionContext, LogLevel, LogLine, Mode, Report, Sandbox, SandboxLimits, Stats,
-};
+pub use error::{Code, ErrorCode, ErrorKind, ExecutionError, ForgeError};
+pub use manifest::ManifestView;
+pub use sandbox::{CacheDir, LogLevel, LogLine, Report, Sandbox, SandboxLimits, Stats};
 pub use stash::{Stash, StashLimits};

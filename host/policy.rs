@@ -13,12 +13,14 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use serde_json::Value;
 
-use crate::config::{Isolation, ServerConfig};
-use crate::error::ForgeError;
+use serde::Deserialize;
+
+use crate::error::{ErrorCode, ForgeError};
 
 /// A server's tool policy: `allow` and `deny` globs over tool names, and
-/// whether tools annotated `destructiveHint: true` may be called.
-#[derive(Debug)]
+/// whether tools annotated `destructiveHint: true` may be called. Built
+/// while the configuration is validated, so a bad glob never gets further.
+#[derive(Debug, Clone)]
 pub struct ToolPolicy {
     server: String,
     allow: Option<(GlobSet, Vec<String>)>,
@@ -40,15 +42,31 @@ fn glob_set(patterns: &[String]) -> Result<Option<(GlobSet, Vec<String>)>, Strin
 }
 
 impl ToolPolicy {
-    /// The policy of `config`'s server. Fails only on a bad glob, which
-    /// configuration loading has already refused.
-    pub fn new(config: &ServerConfig) -> Result<ToolPolicy, String> {
+    /// The policy of `server`: tools matching `allow` (every tool when it
+    /// is empty) and not `deny`, destructive ones only if
+    /// `allow_destructive`. Fails on a bad glob.
+    pub fn new(
+        server: &str,
+        allow: &[String],
+        deny: &[String],
+        allow_destructive: bool,
+    ) -> Result<ToolPolicy, String> {
         Ok(ToolPolicy {
-            server: config.name.clone(),
-            allow: glob_set(&config.allow)?,
-            deny: glob_set(&config.deny)?,
-            allow_destructive: config.allow_destructive,
+            server: server.to_string(),
+            allow: glob_set(allow)?,
+            deny: glob_set(deny)?,
+            allow_destructive,
         })
+    }
+
+    /// The `allow` globs, as written.
+    pub fn allow(&self) -> &[String] {
+        self.allow.as_ref().map_or(&[], |(_, p)| p)
+    }
+
+    /// The `deny` globs, as written.
+    pub fn deny(&self) -> &[String] {
+        self.deny.as_ref().map_or(&[], |(_, p)| p)
     }
 
     /// Checks one glob pattern, for configuration loading.
@@ -86,6 +104,36 @@ impl ToolPolicy {
     }
 }
 
+impl PartialEq for ToolPolicy {
+    /// Equal when written the same way: the compiled sets follow.
+    fn eq(&self, other: &Self) -> bool {
+        self.server == other.server
+            && self.allow() == other.allow()
+            && self.deny() == other.deny()
+            && self.allow_destructive == other.allow_destructive
+    }
+}
+
+/// How a group's servers may share data within one execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// The first call into the group locks the execution to it.
+    Strict,
+    /// A label only; no lock.
+    Open,
+}
+
+/// `POLICY_DENIED` for calling `what` (`server.tool`), which a tool policy
+/// refuses for reason `why`.
+pub fn denied(what: &str, why: &str) -> ForgeError {
+    ForgeError::new(
+        ErrorCode::PolicyDenied,
+        format!("calling {what} is not allowed: {why}"),
+    )
+    .suggest("the gateway's configuration refuses this tool; do the task another way or ask the user to allow it")
+}
+
 /// A server's group, as the router needs it.
 #[derive(Debug, Clone)]
 pub struct ServerGroup {
@@ -120,7 +168,7 @@ impl GroupLock {
             }
             Some(current) if *current == group.name => Ok(()),
             Some(current) => Err(ForgeError::new(
-                "GROUP_POLICY_DENIED",
+                ErrorCode::GroupPolicyDenied,
                 format!(
                     "server {server:?} is in strict group {:?}, but this execution is locked to strict group {current:?} by an earlier call; data may not flow between strict groups",
                     group.name
@@ -175,7 +223,7 @@ impl RateLimit {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
             let wait = wait.max(Duration::from_millis(1));
             ForgeError::new(
-                "RATE_LIMITED",
+                ErrorCode::RateLimited,
                 format!(
                     "over the limit of {} per minute ({}); retry in {} ms",
                     self.per_minute,
@@ -183,7 +231,6 @@ impl RateLimit {
                     wait.as_millis()
                 ),
             )
-            .retryable()
             .suggest(format!(
                 "wait {} ms, or batch the work into fewer calls",
                 wait.as_millis()
@@ -198,18 +245,8 @@ mod tests {
     use serde_json::json;
 
     fn policy(allow: &[&str], deny: &[&str], destructive: bool) -> ToolPolicy {
-        let mut c = crate::Config::parse_with_env(
-            "[servers.s]\ncommand = \"x\"\n",
-            std::path::Path::new("forge.toml"),
-            &|_| None,
-        )
-        .unwrap()
-        .servers
-        .remove(0);
-        c.allow = allow.iter().map(|s| s.to_string()).collect();
-        c.deny = deny.iter().map(|s| s.to_string()).collect();
-        c.allow_destructive = destructive;
-        ToolPolicy::new(&c).unwrap()
+        let list = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        ToolPolicy::new("s", &list(allow), &list(deny), destructive).unwrap()
     }
 
     #[test]

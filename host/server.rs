@@ -248,7 +248,7 @@ impl ForgeServer {
         gateway.wait_started(STARTUP_WAIT).await;
         let snapshot = gateway.snapshot();
         let cx = ExecutionContext {
-            dispatcher: Arc::new(gateway.router(&snapshot)),
+            servers: Arc::new(gateway.router(&snapshot)),
             manifest: Arc::new(snapshot),
             stash: self.stash.clone(),
             audit: trail,

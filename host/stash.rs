@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::time::Instant;
 
-use crate::error::{ForgeError, preview};
+use crate::error::{ErrorCode, ForgeError, preview};
 
 /// Bounds of one stash. Every value is a documented default of
 /// `[sandbox.stash]` in forge.toml.
@@ -91,7 +91,7 @@ impl Stash {
         check_key(key)?;
         if json.len() > self.limits.max_value_size {
             return Err(ForgeError::new(
-                "STASH_VALUE_TOO_LARGE",
+                ErrorCode::StashValueTooLarge,
                 format!(
                     "stash value for {:?} is {} bytes of JSON, over the {}-byte limit",
                     preview(key),
@@ -105,7 +105,7 @@ impl Stash {
         let ttl = ttl.unwrap_or(Duration::from_secs(self.limits.default_ttl_secs));
         if ttl > max_ttl {
             return Err(ForgeError::new(
-                "STASH_TTL_TOO_LONG",
+                ErrorCode::StashTtlTooLong,
                 format!(
                     "ttl of {}s is over the {}s maximum",
                     ttl.as_secs(),
@@ -120,7 +120,7 @@ impl Stash {
         let replaced = entries.get(&slot).map_or(0, |e| e.json.len());
         if !entries.contains_key(&slot) && entries.len() >= self.limits.max_keys {
             return Err(ForgeError::new(
-                "STASH_FULL",
+                ErrorCode::StashFull,
                 format!(
                     "the stash already holds its limit of {} keys",
                     self.limits.max_keys
@@ -131,7 +131,7 @@ impl Stash {
         let total: usize = entries.values().map(|e| e.json.len()).sum::<usize>() - replaced;
         if total + json.len() > self.limits.max_total_size {
             return Err(ForgeError::new(
-                "STASH_FULL",
+                ErrorCode::StashFull,
                 format!(
                     "storing {} more bytes would put the stash over its {}-byte limit",
                     json.len(),
@@ -221,7 +221,7 @@ fn check_key(key: &str) -> Result<(), ForgeError> {
         Ok(())
     } else {
         Err(ForgeError::new(
-            "INVALID_STASH_KEY",
+            ErrorCode::InvalidStashKey,
             format!(
                 "invalid stash key {key:?}: use 1 to {MAX_KEY_LEN} characters of A-Z a-z 0-9 _ - . : /"
             ),

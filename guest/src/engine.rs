@@ -23,10 +23,11 @@ use rquickjs::context::intrinsic;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Context, Ctx, Function, Object, Persistent, Promise, Runtime, Value, qjs};
 
+use crate::describe::type_name;
 use crate::natives;
 use crate::quickforge::sandbox::calls;
 use crate::quickforge::sandbox::types::{
-    ForgeError, Outcome, RunOptions, ScriptError, ScriptErrorKind,
+    Code, ForgeError, Outcome, RunOptions, ScriptError, ScriptErrorKind,
 };
 
 const PRELUDE: &str = include_str!("prelude.js");
@@ -323,7 +324,11 @@ fn exception<'js>(ctx: &Ctx<'js>, hooks: &Object<'js>, e: rquickjs::Error) -> Sc
     let exc = ctx.catch();
     let forge = forge_error(hooks, &exc);
     let message = match &forge {
-        Some(f) => format!("ForgeError [{}]: {}", f.code, f.message),
+        Some(f) => format!(
+            "ForgeError [{}]: {}",
+            crate::codes::text(&f.code),
+            f.message
+        ),
         None => plain_message(&exc),
     };
     let stack = exc
@@ -359,8 +364,10 @@ fn forge_error<'js>(hooks: &Object<'js>, exc: &Value<'js>) -> Option<ForgeError>
         return None;
     }
     let obj = exc.as_object()?;
+    // A script may throw a ForgeError with a code of its own; the host
+    // recognizes its own codes by their text.
     Some(ForgeError {
-        code: obj.get("code").ok()?,
+        code: Code::Other(obj.get("code").ok()?),
         message: obj.get("message").ok()?,
         retryable: obj.get("retryable").unwrap_or(false),
         suggestion: obj.get::<_, Option<String>>("suggestion").ok().flatten(),
@@ -429,29 +436,6 @@ fn script_positions(text: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// What `value` is, with its article, for messages ("a number", "null").
-pub(crate) fn type_name(value: &Value<'_>) -> &'static str {
-    if value.is_undefined() {
-        "undefined"
-    } else if value.is_null() {
-        "null"
-    } else if value.is_bool() {
-        "a boolean"
-    } else if value.is_number() {
-        "a number"
-    } else if value.is_string() {
-        "a string"
-    } else if value.is_array() {
-        "an array"
-    } else if value.is_function() {
-        "a function"
-    } else if value.is_object() {
-        "an object"
-    } else {
-        "a value of another type"
-    }
 }
 
 fn oom_message() -> String {

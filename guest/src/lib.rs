@@ -6,6 +6,8 @@
 //! then instantiates a fresh copy of the snapshot for every script and calls
 //! `run` exactly once on it.
 //!
+//! - [`codes`]: `ForgeError` codes as scripts see them.
+//! - [`describe`]: how values are named in messages.
 //! - [`engine`]: the QuickJS runtime, compiling and running one script.
 //! - [`natives`]: the native functions the JS prelude uses to reach the host.
 //! - [`json`]: a fast JSON encoder for plain data, in front of `JSON.stringify`.
@@ -16,6 +18,8 @@ wit_bindgen::generate!({
     path: "../wit",
 });
 
+mod codes;
+mod describe;
 mod engine;
 mod json;
 mod natives;

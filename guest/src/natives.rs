@@ -15,9 +15,9 @@ use std::ptr::NonNull;
 use rquickjs::function::Opt;
 use rquickjs::{Array, Ctx, Error, Function, IntoJs, Object, Persistent, Result, Value, qjs};
 
-use crate::engine::type_name;
+use crate::describe::type_name;
 use crate::quickforge::sandbox::calls::Completion;
-use crate::quickforge::sandbox::types::{ForgeError, LogLevel};
+use crate::quickforge::sandbox::types::{Code, ErrorCode, ForgeError, LogLevel};
 use crate::quickforge::sandbox::{logging, manifest, random, resources, stash, tools};
 
 /// The resolve and reject functions of one call's promise, as references
@@ -45,8 +45,9 @@ pub fn in_flight() -> usize {
 
 /// Settles the promise of the call that `done` completes: resolved with the
 /// parsed JSON, or rejected with a `ForgeError` (or the parse error).
-/// Parsing and settling go through QuickJS's C API, never through globals a
-/// script could have replaced.
+/// Parsing and settling go through QuickJS's C API, not through `JSON` or
+/// `Promise` globals a script could have replaced (resolving with an object
+/// still looks up its `then`, as every promise does).
 pub fn settle(ctx: &Ctx<'_>, done: Completion) -> Result<()> {
     let Some(settlers) = PENDING.with(|p| {
         let mut p = p.borrow_mut();
@@ -131,7 +132,7 @@ fn next_random() -> f64 {
 /// `err` as the array the prelude's `native` wrapper turns into a `ForgeError`.
 fn forge_error_value<'js>(ctx: &Ctx<'js>, err: ForgeError) -> Result<Value<'js>> {
     let arr = Array::new(ctx.clone())?;
-    arr.set(0, err.code)?;
+    arr.set(0, crate::codes::text(&err.code))?;
     arr.set(1, err.message)?;
     arr.set(2, err.retryable)?;
     arr.set(3, err.suggestion)?;
@@ -155,13 +156,17 @@ fn forge_error_object<'js>(ctx: &Ctx<'js>, err: ForgeError) -> Result<Value<'js>
     let make = MAKE_ERROR
         .with(|m| m.borrow().clone())
         .expect("the prelude has run");
-    make.restore(ctx)?
-        .call((err.code, err.message, err.retryable, err.suggestion))
+    make.restore(ctx)?.call((
+        crate::codes::text(&err.code),
+        err.message,
+        err.retryable,
+        err.suggestion,
+    ))
 }
 
 fn usage(message: String, suggestion: Option<&str>) -> ForgeError {
     ForgeError {
-        code: "INVALID_ARGUMENT".into(),
+        code: Code::Known(ErrorCode::InvalidArgument),
         message,
         retryable: false,
         suggestion: suggestion.map(Into::into),
@@ -179,8 +184,8 @@ unsafe fn with_ctx<R>(raw: *mut qjs::JSContext, f: impl for<'js> FnOnce(Ctx<'js>
     f(unsafe { Ctx::from_raw(raw) })
 }
 
-/// A string argument borrowed from QuickJS as UTF-8: ASCII text is read in
-/// place, without a copy.
+/// A string argument borrowed from QuickJS as UTF-8: a flat ASCII string is
+/// read in place, without a copy.
 struct Name {
     ctx: *mut qjs::JSContext,
     ptr: *const c_char,
@@ -285,7 +290,14 @@ unsafe fn args_json(
                 ));
             }
             match c.json_stringify(args) {
-                Ok(Some(s)) => s.to_string().map_err(|e| usage(e.to_string(), None)),
+                Ok(Some(s)) => s.to_string().map_err(|e| {
+                    // Out of memory converting the text: the usage error
+                    // replaces the exception it left.
+                    if qjs::JS_HasException(ctx) {
+                        qjs::JS_FreeValue(ctx, qjs::JS_GetException(ctx));
+                    }
+                    usage(e.to_string(), None)
+                }),
                 Ok(None) => Ok("{}".into()),
                 Err(_) => {
                     let exc = c.catch();
@@ -303,43 +315,61 @@ unsafe fn args_json(
     }
 }
 
-/// A promise for the call the host started, or one already rejected with a
+/// A promise for the operation `start` starts, or rejected with a
 /// `ForgeError` for its refusal: `forge.*` calls report every failure
-/// through their promise, never synchronously.
+/// through their promise, never synchronously. The promise exists before
+/// the operation starts, so a started operation always has one to settle.
 ///
 /// # Safety
 /// `ctx` must be the live context of the native being called.
 unsafe fn started(
     ctx: *mut qjs::JSContext,
-    r: std::result::Result<u32, ForgeError>,
+    start: impl FnOnce() -> std::result::Result<u32, ForgeError>,
 ) -> qjs::JSValue {
     // SAFETY: the caller's guarantee; the resolving functions are owned
-    // references, kept in PENDING until `settle` releases them.
+    // references, kept in PENDING until `settle` releases them, or released
+    // here after a refusal.
     unsafe {
-        match r {
+        let mut funcs = [qjs::JS_UNDEFINED; 2];
+        let promise = qjs::JS_NewPromiseCapability(ctx, funcs.as_mut_ptr());
+        if qjs::JS_IsException(promise) {
+            return promise;
+        }
+        let [resolve, reject] = funcs;
+        let refusal = match start() {
             Ok(id) => {
-                let mut funcs = [qjs::JS_UNDEFINED; 2];
-                let promise = qjs::JS_NewPromiseCapability(ctx, funcs.as_mut_ptr());
-                if !qjs::JS_IsException(promise) {
-                    let [resolve, reject] = funcs;
-                    PENDING.with(|p| {
-                        p.borrow_mut().push(Settlers {
-                            id,
-                            resolve,
-                            reject,
-                        })
-                    });
-                }
-                promise
+                PENDING.with(|p| {
+                    p.borrow_mut().push(Settlers {
+                        id,
+                        resolve,
+                        reject,
+                    })
+                });
+                return promise;
             }
-            Err(e) => with_ctx(ctx, |c| match forge_error_object(&c, e) {
-                Ok(err) => qjs::JS_NewSettledPromise(ctx, true, err.as_raw()),
-                Err(Error::Exception) => qjs::JS_EXCEPTION,
-                Err(e) => {
-                    let _ = rquickjs::Exception::throw_internal(&c, &e.to_string());
-                    qjs::JS_EXCEPTION
-                }
-            }),
+            Err(e) => e,
+        };
+        let rejected = with_ctx(ctx, |c| match forge_error_object(&c, refusal) {
+            Ok(err) => {
+                let mut arg = err.as_raw();
+                let r = qjs::JS_Call(ctx, reject, qjs::JS_UNDEFINED, 1, &mut arg);
+                let ok = !qjs::JS_IsException(r);
+                qjs::JS_FreeValue(ctx, r);
+                ok
+            }
+            Err(Error::Exception) => false,
+            Err(e) => {
+                let _ = rquickjs::Exception::throw_internal(&c, &e.to_string());
+                false
+            }
+        });
+        qjs::JS_FreeValue(ctx, resolve);
+        qjs::JS_FreeValue(ctx, reject);
+        if rejected {
+            promise
+        } else {
+            qjs::JS_FreeValue(ctx, promise);
+            qjs::JS_EXCEPTION
         }
     }
 }
@@ -370,12 +400,12 @@ unsafe extern "C" fn call_tool(
     // SAFETY: QuickJS calls natives with their live context and arguments.
     unsafe {
         let arg = |i| argument(argc, argv, i);
-        let call = Name::new(ctx, "server", arg(0)).and_then(|server| {
+        started(ctx, || {
+            let server = Name::new(ctx, "server", arg(0))?;
             let tool = Name::new(ctx, "tool", arg(1))?;
             let args = args_json(ctx, arg(2))?;
             tools::start_call(&server, &tool, &args)
-        });
-        started(ctx, call)
+        })
     }
 }
 
@@ -389,11 +419,11 @@ unsafe extern "C" fn read_resource(
     // SAFETY: QuickJS calls natives with their live context and arguments.
     unsafe {
         let arg = |i| argument(argc, argv, i);
-        let read = Name::new(ctx, "server", arg(0)).and_then(|server| {
+        started(ctx, || {
+            let server = Name::new(ctx, "server", arg(0))?;
             let uri = Name::new(ctx, "uri", arg(1))?;
             resources::start_read(&server, &uri)
-        });
-        started(ctx, read)
+        })
     }
 }
 
@@ -506,5 +536,13 @@ pub fn host_object<'js>(ctx: &Ctx<'js>) -> Result<Object<'js>> {
         "random",
         Function::new(ctx.clone(), next_random)?.with_name("random")?,
     )?;
+    // The codes the prelude reports itself, from the shared list.
+    let codes = Object::new(ctx.clone())?;
+    codes.set(
+        "invalidArgument",
+        crate::codes::known(ErrorCode::InvalidArgument),
+    )?;
+    codes.set("thrown", crate::codes::known(ErrorCode::Thrown))?;
+    host.set("codes", codes)?;
     Ok(host)
 }

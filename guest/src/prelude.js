@@ -63,7 +63,9 @@
       throw ArrayIsArray(e) ? toError(e) : e;
     }
   }
-  const usage = (message, suggestion) => new ForgeError("INVALID_ARGUMENT", message, false, suggestion);
+  // The codes the prelude reports itself, from the list the host shares.
+  const codes = host.codes;
+  const usage = (message, suggestion) => new ForgeError(codes.invalidArgument, message, false, suggestion);
 
   // -- forge ----------------------------------------------------------------
 
@@ -232,9 +234,9 @@
   function plainError(e) {
     if (e instanceof ForgeError) return e.toJSON();
     if (e !== null && typeof e === "object") {
-      return { name: StringCtor(e.name), code: "THROWN", message: StringCtor(e.message), retryable: false, suggestion: null };
+      return { name: StringCtor(e.name), code: codes.thrown, message: StringCtor(e.message), retryable: false, suggestion: null };
     }
-    return { name: "Error", code: "THROWN", message: StringCtor(e), retryable: false, suggestion: null };
+    return { name: "Error", code: codes.thrown, message: StringCtor(e), retryable: false, suggestion: null };
   }
 
   // -- logging --------------------------------------------------------------

@@ -1,8 +1,6 @@
 //! One execution as one line of the log: what arrived, every operation
 //! its trail recorded, and how it ended.
 
-use std::time::Duration;
-
 use serde::Serialize;
 
 use super::trail::{Operation, SharedTrail, lock, name, sha256};
@@ -72,8 +70,21 @@ pub struct Arrival<'a> {
     pub code: &'a str,
 }
 
-
 impl AuditLog {
+    /// Queues `record` to be written as one line to each destination.
+    /// Never blocks: when the queue is full the line is counted as lost.
+    pub fn write(&self, record: &Record<'_>) {
+        let mut line = match serde_json::to_vec(record) {
+            Ok(line) => line,
+            Err(e) => {
+                tracing::error!("could not encode an audit record: {e}");
+                return;
+            }
+        };
+        line.push(b'\n');
+        self.queue(line);
+    }
+
     /// The line of one execution: `arrival` says what came in, `report`
     /// what it produced (`None`: it was cancelled before it finished, as
     /// when the client cancels the request or goes away), `trail` the
@@ -105,7 +116,7 @@ impl AuditLog {
             Some(Err(e)) => (
                 "error",
                 Some(e.kind),
-                e.forge.as_ref().map(|f| name(&f.code)),
+                e.forge.as_ref().map(|f| name(f.code.as_str())),
                 Some(crate::error::clip(
                     &crate::redact::redact(&e.message).text,
                     MAX_MESSAGE_BYTES,
@@ -135,7 +146,6 @@ impl AuditLog {
             log_lines: report.map_or(0, |r| r.logs.len() as u64 + u64::from(r.stats.logs_dropped)),
         }
     }
-
 }
 
 /// Longest code redacted for a preview: 1 MiB, well above `max_code_size`.
@@ -146,7 +156,7 @@ const MAX_PREVIEW_SCANNED: usize = 1024 * 1024;
 /// The start of `code`, redacted, at most `max` bytes before the cut marker.
 /// The whole code is redacted before the cut, so a secret that straddles
 /// the cut is still found.
-fn preview(code: &str, max: usize) -> String {
+pub(super) fn preview(code: &str, max: usize) -> String {
     if code.len() > MAX_PREVIEW_SCANNED {
         return format!("[{} bytes; no preview]", code.len());
     }
@@ -161,4 +171,3 @@ pub fn random_id(bytes: usize) -> String {
     let _ = getrandom::fill(&mut buf);
     hex::encode(buf)
 }
-

@@ -88,7 +88,6 @@ impl AuditConfig {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::line::preview;
@@ -259,4 +258,3 @@ mod tests {
         );
     }
 }
-

@@ -217,7 +217,7 @@ impl Trail {
             Err(e) => {
                 o.duration_us = micros(at.elapsed());
                 o.outcome = Outcome::Error;
-                o.error_code = Some(e.code.clone());
+                o.error_code = Some(e.code.to_string());
             }
         }
         self.ops.push(o);
@@ -240,7 +240,7 @@ impl Trail {
             }
             Err(e) => {
                 o.outcome = Outcome::Error;
-                o.error_code = Some(e.code.clone());
+                o.error_code = Some(e.code.to_string());
             }
         }
     }
@@ -302,4 +302,3 @@ pub(super) fn name(text: &str) -> String {
     let redacted = crate::redact::redact(text).text;
     crate::error::clip(&redacted, MAX_NAME_BYTES)
 }
-

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::AuditConfig;
-use super::line::Record;
 use super::trail::{SharedTrail, Trail};
 
 /// Lines waiting for the writer thread. A burst of a thousand executions
@@ -19,7 +18,6 @@ pub const QUEUE_LINES: usize = 1024;
 /// How long closing the log waits for queued lines to be written, at exit.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
-
 /// Where audit lines go. Shared by every session. Lines are written by a
 /// thread of their own, so no execution waits on a disk.
 pub struct AuditLog {
@@ -27,7 +25,7 @@ pub struct AuditLog {
     writer: Option<std::thread::JoinHandle<()>>,
     /// Lines lost to a full queue since the writer last reported.
     lost: std::sync::Arc<AtomicU64>,
-    preview_bytes: usize,
+    pub(super) preview_bytes: usize,
     max_operations: usize,
 }
 
@@ -70,17 +68,10 @@ impl AuditLog {
         std::sync::Arc::new(Mutex::new(Trail::new(self.max_operations)))
     }
 
-    /// Queues `record` to be written as one line to each destination.
-    /// Never blocks: when the queue is full the line is counted as lost.
-    pub fn write(&self, record: &Record<'_>) {
-        let mut line = match serde_json::to_vec(record) {
-            Ok(line) => line,
-            Err(e) => {
-                tracing::error!("could not encode an audit record: {e}");
-                return;
-            }
-        };
-        line.push(b'\n');
+    /// Queues one encoded line (ending in a newline) for each
+    /// destination. Never blocks: when the queue is full the line is counted
+    /// as lost.
+    pub(super) fn queue(&self, line: Vec<u8>) {
         if let Some(queue) = &self.queue
             && let Err(std::sync::mpsc::TrySendError::Full(_)) = queue.try_send(line)
         {
@@ -188,4 +179,3 @@ impl Sink {
         }
     }
 }
-

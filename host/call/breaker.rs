@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::error::ForgeError;
+use crate::error::{ErrorCode, ForgeError};
 
 /// The breaker's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,13 +157,12 @@ impl Breaker {
             None => "a probe call is deciding whether it is back".to_string(),
         };
         ForgeError::new(
-            "CIRCUIT_OPEN",
+            ErrorCode::CircuitOpen,
             format!(
                 "server {:?} failed {} times in a row, so calls to it fail at once for now; {when}",
                 self.server, self.threshold
             ),
         )
-        .retryable()
         .suggest("use other servers meanwhile, or retry after the wait")
     }
 }

@@ -13,6 +13,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::expand::{ExpandError, expand};
+pub use crate::policy::Isolation;
+use crate::policy::ToolPolicy;
 
 /// Longest server or group name. Names appear in scripts and messages.
 pub const MAX_NAME_LEN: usize = 64;
@@ -98,12 +100,9 @@ pub struct ServerConfig {
     pub max_in_flight: u32,
     /// Largest message accepted from the server, bytes.
     pub max_response_bytes: usize,
-    /// Globs of tool names that may be called; empty allows every tool.
-    pub allow: Vec<String>,
-    /// Globs of tool names that may not be called; wins over `allow`.
-    pub deny: Vec<String>,
-    /// Whether tools annotated `destructiveHint: true` may be called.
-    pub allow_destructive: bool,
+    /// Which tools may be called: `allow` and `deny` globs (deny wins), and
+    /// `allow_destructive` for tools annotated `destructiveHint: true`.
+    pub policy: ToolPolicy,
     /// Calls a minute to this server, across all executions; `None`: no
     /// limit.
     pub calls_per_minute: Option<std::num::NonZeroU32>,
@@ -166,16 +165,6 @@ pub fn is_loopback(url: &reqwest::Url) -> bool {
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
         None => false,
     }
-}
-
-/// How a group's servers may share data within one execution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Isolation {
-    /// The first call into the group locks the execution to it.
-    Strict,
-    /// A label only; no lock.
-    Open,
 }
 
 /// `[groups.NAME]`.
@@ -602,7 +591,7 @@ fn server(
             .map(|(i, g)| {
                 let span = g.span();
                 let pattern = g.into_inner();
-                crate::policy::ToolPolicy::check_glob(&pattern)
+                ToolPolicy::check_glob(&pattern)
                     .map(|()| pattern)
                     .map_err(|e| {
                         report.at(
@@ -629,12 +618,18 @@ fn server(
             }
         },
     };
+    let policy = ToolPolicy::new(&name, &allow, &deny, raw.allow_destructive.unwrap_or(false))
+        .map_err(|e| {
+            report.at(
+                0..0,
+                key("allow"),
+                format!("the tool policy does not build: {e}"),
+            )
+        })?;
     Ok(ServerConfig {
         name,
         max_in_flight,
-        allow,
-        deny,
-        allow_destructive: raw.allow_destructive.unwrap_or(false),
+        policy,
         calls_per_minute,
         max_response_bytes: (max_response_mb as usize) * 1024 * 1024,
         description,

@@ -3,9 +3,14 @@
 //! [`ErrorKind`] is the stable, typed vocabulary (`timeout`, `cpu_budget`,
 //! ...); [`ExecutionError`] carries the kind plus a message a model can act
 //! on. [`ForgeError`] is the smaller failure of one `forge.*` call, which the
-//! script sees as a thrown `ForgeError` and may catch.
+//! script sees as a thrown `ForgeError` and may catch; its code comes from
+//! the one vocabulary in [`code`].
+
+mod code;
 
 use serde::{Deserialize, Serialize};
+
+pub use code::{Code, ErrorCode};
 
 /// Why an execution failed. Serialized in `snake_case`; stable across
 /// versions, so clients may match on it.
@@ -88,7 +93,7 @@ impl std::fmt::Display for ErrorKind {
 #[error("{code}: {message}")]
 pub struct ForgeError {
     /// Stable SCREAMING_SNAKE code, e.g. `SERVER_NOT_FOUND`.
-    pub code: String,
+    pub code: Code,
     /// What happened; shown to the model.
     pub message: String,
     /// Whether the same call may succeed later.
@@ -98,12 +103,14 @@ pub struct ForgeError {
 }
 
 impl ForgeError {
-    /// A non-retryable error without a suggestion.
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+    /// An error without a suggestion, retryable when its code is (see
+    /// [`ErrorCode::retryable`]).
+    pub fn new(code: impl Into<Code>, message: impl Into<String>) -> Self {
+        let code = code.into();
         ForgeError {
-            code: code.into(),
+            retryable: matches!(code, Code::Known(c) if c.retryable()),
+            code,
             message: message.into(),
-            retryable: false,
             suggestion: None,
         }
     }
@@ -123,7 +130,7 @@ impl ForgeError {
     /// `SERVER_NOT_FOUND` for `server`.
     pub fn server_not_found(server: &str) -> Self {
         ForgeError::new(
-            "SERVER_NOT_FOUND",
+            ErrorCode::ServerNotFound,
             format!("no downstream server is named {server:?}"),
         )
         .suggest("read manifest.servers (in search) for the configured server names")

@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::error::{ForgeError, clip};
+use crate::error::{ErrorCode, ForgeError, clip};
 
 /// Longest server error text passed into a `ForgeError`, in bytes. A stack
 /// dump from a server is noise for a model; the start says what went wrong.
@@ -22,7 +22,7 @@ pub const MAX_ERROR_TEXT: usize = 2048;
 pub fn call_result(server: &str, tool: &str, result: Value) -> Result<Value, ForgeError> {
     let Value::Object(mut result) = result else {
         return Err(ForgeError::new(
-            "INVALID_RESPONSE",
+            ErrorCode::InvalidResponse,
             format!("{server}.{tool} returned a result that is not an object"),
         ));
     };
@@ -49,7 +49,7 @@ pub fn call_result(server: &str, tool: &str, result: Value) -> Result<Value, For
             text.join("\n")
         };
         return Err(ForgeError::new(
-            "TOOL_ERROR",
+            ErrorCode::ToolError,
             format!("{server}.{tool} failed: {}", clip(&text, MAX_ERROR_TEXT)),
         )
         .suggest("the downstream tool reported this error; check the arguments against manifest.tool(...)"));

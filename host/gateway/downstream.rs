@@ -21,11 +21,12 @@ use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use super::broken::Broken;
 use super::convert;
 use super::limited_http::LimitedHttp;
 use super::sse::SseTransport;
 use crate::config::{INHERITED_ENV, ServerConfig, Transport};
-use crate::error::ForgeError;
+use crate::error::{ErrorCode, ForgeError};
 
 /// Room above a server's `max_response_mb` for rmcp's own line limit, so
 /// quickforge's check (which names the limit) always fires first.
@@ -64,34 +65,6 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for LimitedLines<R> {
             }
         }
         polled
-    }
-}
-
-/// Why quickforge reset a session itself, shared by a connection and its
-/// transport, so the calls that then fail name the cause rather than a bare
-/// "transport closed".
-#[derive(Debug, Clone, Default)]
-pub struct Broken(Arc<std::sync::Mutex<Option<String>>>);
-
-impl Broken {
-    /// Records `why`.
-    pub fn set(&self, why: String) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
-    }
-
-    /// Records that the server sent one message over `limit` bytes, and
-    /// returns the reason. Every transport says it the same way.
-    pub fn oversized(&self, limit: usize) -> String {
-        let why = format!(
-            "the server sent a message larger than its limit of {limit} bytes (max_response_mb); the session was reset"
-        );
-        self.set(why.clone());
-        why
-    }
-
-    /// The recorded reason, if any.
-    pub fn reason(&self) -> Option<String> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
@@ -517,21 +490,15 @@ pub async fn call_tool(
     conn: &Connection,
     server: &str,
     tool: &str,
-    args: Value,
+    arguments: serde_json::Map<String, Value>,
     timeout: Duration,
 ) -> Result<Value, ForgeError> {
-    let Value::Object(arguments) = args else {
-        return Err(ForgeError::new(
-            "INVALID_ARGUMENTS",
-            "tool arguments must be a JSON object",
-        ));
-    };
     let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
     match send(conn, server, request, timeout).await? {
         ServerResult::CallToolResult(result) => {
             let json = serde_json::to_value(&result).map_err(|e| {
-                ForgeError::new("INVALID_RESPONSE", format!("{server}.{tool}: {e}"))
+                ForgeError::new(ErrorCode::InvalidResponse, format!("{server}.{tool}: {e}"))
             })?;
             convert::call_result(server, tool, json)
         }
@@ -551,8 +518,9 @@ pub async fn read_resource(
     ));
     match send(conn, server, request, timeout).await? {
         ServerResult::ReadResourceResult(result) => {
-            let json = serde_json::to_value(&result)
-                .map_err(|e| ForgeError::new("INVALID_RESPONSE", format!("{server}: {e}")))?;
+            let json = serde_json::to_value(&result).map_err(|e| {
+                ForgeError::new(ErrorCode::InvalidResponse, format!("{server}: {e}"))
+            })?;
             Ok(convert::read_result(json))
         }
         other => Err(unexpected(server, &other)),
@@ -568,7 +536,7 @@ fn unexpected(server: &str, result: &ServerResult) -> ForgeError {
         })
         .unwrap_or_default();
     ForgeError::new(
-        "INVALID_RESPONSE",
+        ErrorCode::InvalidResponse,
         format!("server {server:?} answered with an unexpected result ({kind})"),
     )
 }
@@ -583,7 +551,7 @@ async fn send(
         // A session quickforge reset itself says why.
         match conn.broken.reason() {
             Some(why) if matches!(e, ServiceError::TransportClosed | ServiceError::TransportSend(_) | ServiceError::Cancelled { .. }) => {
-                ForgeError::new("RESPONSE_TOO_LARGE", format!("server {server:?}: {why}"))
+                ForgeError::new(ErrorCode::ResponseTooLarge, format!("server {server:?}: {why}"))
                     .suggest("ask the tool for less (filters, paging), or raise this server's max_response_mb")
             }
             _ => service_error(server, timeout, e),
@@ -594,14 +562,49 @@ async fn send(
         .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
         .await
         .map_err(fail)?;
-    handle.await_response().await.map_err(fail)
+    let mut pending = CancelOnDrop {
+        peer: Some(conn.peer.clone()),
+        id: handle.id.clone(),
+    };
+    let answer = handle.await_response().await;
+    // Answered, or timed out (rmcp has then sent the cancellation itself).
+    pending.peer = None;
+    answer.map_err(fail)
+}
+
+/// Cancels a request on its server when the call waiting for it is dropped
+/// before the answer came: the execution ended (its timeout, its budget) or
+/// its client cancelled it. The server hears `notifications/cancelled` and
+/// can stop the work; the pipeline's in-flight slot is already free.
+struct CancelOnDrop {
+    peer: Option<Peer<RoleClient>>,
+    id: rmcp::model::RequestId,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let id = self.id.clone();
+        runtime.spawn(async move {
+            let params = rmcp::model::CancelledNotificationParam::new(
+                Some(id),
+                Some("the script's execution ended before the answer".into()),
+            );
+            if let Err(e) = peer.notify_cancelled(params).await {
+                tracing::debug!("could not send notifications/cancelled: {e}");
+            }
+        });
+    }
 }
 
 /// A failed request as the script sees it.
 pub fn service_error(server: &str, timeout: Duration, e: ServiceError) -> ForgeError {
     match e {
         ServiceError::McpError(data) => ForgeError::new(
-            "DOWNSTREAM_ERROR",
+            ErrorCode::DownstreamError,
             format!(
                 "server {server:?} refused the request: {} (JSON-RPC error {})",
                 crate::error::clip(&data.message, convert::MAX_ERROR_TEXT),
@@ -609,21 +612,22 @@ pub fn service_error(server: &str, timeout: Duration, e: ServiceError) -> ForgeE
             ),
         ),
         ServiceError::Timeout { .. } => ForgeError::new(
-            "TIMEOUT",
+            ErrorCode::Timeout,
             format!(
                 "server {server:?} did not answer within {} s (its timeout_secs)",
                 timeout.as_secs_f64()
             ),
-        )
-        .retryable(),
+        ),
         ServiceError::TransportClosed
         | ServiceError::TransportSend(_)
         | ServiceError::Cancelled { .. } => ForgeError::new(
-            "SERVER_UNAVAILABLE",
+            ErrorCode::ServerUnavailable,
             format!("the connection to server {server:?} broke during the call: {e}"),
         )
-        .retryable()
         .suggest("the gateway reconnects in the background; retry shortly"),
-        other => ForgeError::new("DOWNSTREAM_ERROR", format!("server {server:?}: {other}")),
+        other => ForgeError::new(
+            ErrorCode::DownstreamError,
+            format!("server {server:?}: {other}"),
+        ),
     }
 }

@@ -16,7 +16,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
-use super::downstream::Broken;
+use super::broken::Broken;
 
 /// rmcp's cap on a JSON (non-SSE) response body, which it does not let
 /// callers change.

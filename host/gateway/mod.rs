@@ -11,7 +11,7 @@
 //! ([`Gateway::refresh_all`]) and when a server announces
 //! `notifications/tools/list_changed`.
 
-pub mod breaker;
+mod broken;
 pub mod convert;
 mod downstream;
 mod limited_http;
@@ -26,11 +26,14 @@ use serde_json::Value;
 use tokio::sync::{Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::call::breaker::Breaker;
+use crate::call::{BoxFuture, Guards, Route, Servers, Target};
 use crate::config::{Config, ServerConfig};
-use crate::dispatch::{BoxFuture, Dispatcher};
-use crate::error::ForgeError;
-use crate::manifest::{Manifest, ResourceEntry, ServerEntry, ServerStatus, Snapshot, ToolEntry};
-use crate::policy::{GroupLock, RateLimit, ServerGroup, ToolPolicy};
+use crate::error::{ErrorCode, ForgeError};
+use crate::manifest::{
+    Lookup, Manifest, ResourceEntry, ServerEntry, ServerStatus, Snapshot, ToolEntry,
+};
+use crate::policy::{RateLimit, ServerGroup};
 
 pub use downstream::{Connection, RefreshQueue};
 
@@ -58,41 +61,27 @@ pub struct Server {
     /// Its configuration.
     pub config: ServerConfig,
     conn: ArcSwapOption<Connection>,
-    /// Its circuit breaker.
-    pub breaker: breaker::Breaker,
-    /// Slots for calls in flight (`max_in_flight`).
-    in_flight: Semaphore,
-    /// Which tools may be called.
-    policy: ToolPolicy,
-    /// Its group, if any.
-    group: Option<ServerGroup>,
-    /// Its `calls_per_minute`, if set.
-    rate: Option<RateLimit>,
+    /// Its guards in the call pipeline: group, rate limit, circuit breaker,
+    /// in-flight slots.
+    pub guards: Arc<Guards>,
 }
 
 impl Server {
     fn new(config: &ServerConfig, group: Option<ServerGroup>) -> Server {
         Server {
-            policy: ToolPolicy::new(config).unwrap_or_else(|e| {
-                // Configuration loading refuses bad globs; a config built in
-                // code that skipped it gets a policy that denies everything.
-                tracing::error!(server = %config.name, "tool policy: {e}; denying every tool");
-                let mut deny_all = config.clone();
-                deny_all.allow.clear();
-                deny_all.deny = vec!["*".into()];
-                ToolPolicy::new(&deny_all).expect("\"*\" is a valid glob")
+            guards: Arc::new(Guards {
+                group,
+                rate: config.calls_per_minute.map(|n| {
+                    RateLimit::new(n, format!("servers.{}.calls_per_minute", config.name))
+                }),
+                breaker: Breaker::new(
+                    &config.name,
+                    config.circuit_breaker,
+                    config.failure_threshold,
+                    config.recovery_timeout,
+                ),
+                in_flight: Semaphore::new(config.max_in_flight as usize),
             }),
-            group,
-            rate: config
-                .calls_per_minute
-                .map(|n| RateLimit::new(n, format!("servers.{}.calls_per_minute", config.name))),
-            breaker: breaker::Breaker::new(
-                &config.name,
-                config.circuit_breaker,
-                config.failure_threshold,
-                config.recovery_timeout,
-            ),
-            in_flight: Semaphore::new(config.max_in_flight as usize),
             config: config.clone(),
             conn: ArcSwapOption::empty(),
         }
@@ -233,12 +222,11 @@ impl Gateway {
         futures_util::future::join_all(conns.iter().map(|c| c.shutdown(grace))).await;
     }
 
-    /// The dispatcher for one execution, routing over `snapshot`.
+    /// The servers of one execution, routed over `snapshot`.
     pub fn router(self: &Arc<Self>, snapshot: &Snapshot) -> Router {
         Router {
             gateway: self.clone(),
             manifest: snapshot.0.clone(),
-            lock: GroupLock::default(),
         }
     }
 
@@ -274,15 +262,19 @@ impl Gateway {
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         tools.dedup_by(|a, b| a.name == b.name);
         let mut denied = std::collections::BTreeMap::new();
-        tools.retain(
-            |t| match server.policy.verdict(&t.name, t.annotations.as_ref()) {
+        tools.retain(|t| {
+            match server
+                .config
+                .policy
+                .verdict(&t.name, t.annotations.as_ref())
+            {
                 None => true,
                 Some(why) => {
                     denied.insert(t.name.clone(), why);
                     false
                 }
-            },
-        );
+            }
+        });
         let supports_resources = conn
             .peer
             .peer_info()
@@ -479,128 +471,96 @@ async fn refresher(
     }
 }
 
-/// Routes one execution's calls, checking them against the manifest
-/// snapshot the execution started with.
+/// Routes one execution's calls (the pipeline's route step, see
+/// [`crate::call`]) over the manifest snapshot the execution started with.
 pub struct Router {
     gateway: Arc<Gateway>,
     manifest: Arc<Manifest>,
-    /// The strict group this execution is locked to.
-    lock: GroupLock,
 }
 
 impl Router {
-    /// The configured server `name`, with the execution's group lock
-    /// applied.
-    fn admitted(&self, name: &str) -> Result<&Arc<Server>, ForgeError> {
-        let s = self
-            .gateway
-            .server(name)
-            .ok_or_else(|| ForgeError::server_not_found(name))?;
-        self.lock.enter(name, s.group.as_ref())?;
-        Ok(s)
-    }
-
+    /// `server`'s guards and live session, or `SERVER_UNAVAILABLE` with the
+    /// reason its manifest entry gives.
     fn live(&self, server: &str) -> Result<(Arc<Server>, Arc<Connection>), ForgeError> {
         let entry = self.manifest.require_server(server)?;
-        let s = self.admitted(server)?.clone();
-        if let Some(rate) = &s.rate {
-            rate.take()?;
-        }
+        let s = self
+            .gateway
+            .server(server)
+            .ok_or_else(|| ForgeError::server_not_found(server))?;
         match s.connection() {
-            Some(c) => Ok((s, c)),
+            Some(c) => Ok((s.clone(), c)),
             None => {
                 let why = match &entry.status {
                     ServerStatus::Unavailable(why) => format!(": {why}"),
                     _ => String::new(),
                 };
-                Err(ForgeError::new("SERVER_UNAVAILABLE", format!("server {server:?} is not connected{why}"))
-                    .retryable()
+                Err(ForgeError::new(ErrorCode::ServerUnavailable, format!("server {server:?} is not connected{why}"))
                     .suggest("the gateway reconnects in the background; check manifest.servers for its status and retry later"))
             }
         }
     }
+
+    /// The route to `server`'s live session, whose request `send` makes
+    /// (given the connection, the server's name and its timeout).
+    fn to_server(
+        &self,
+        server: &str,
+        send: impl FnOnce(Arc<Connection>, String, Duration) -> BoxFuture<Result<Value, ForgeError>>
+        + Send
+        + 'static,
+    ) -> Result<Route, ForgeError> {
+        let (s, conn) = self.live(server)?;
+        let (server, timeout) = (server.to_string(), s.config.timeout);
+        Ok(Route {
+            denied: None,
+            guards: Some(s.guards.clone()),
+            send: Box::new(move || send(conn, server, timeout)),
+        })
+    }
 }
 
-/// Runs one downstream request under `server`'s circuit breaker and
-/// in-flight cap. The request's own timeout starts once it has a slot.
-async fn guarded(
-    server: &Server,
-    request: impl std::future::Future<Output = Result<Value, ForgeError>>,
-) -> Result<Value, ForgeError> {
-    /// Releases an unfinished probe if the script drops the call (e.g. its
-    /// own timeout), so the breaker does not wait for it forever.
-    struct Pending<'a> {
-        breaker: &'a breaker::Breaker,
-        admission: Option<breaker::Admission>,
-    }
-    impl Drop for Pending<'_> {
-        fn drop(&mut self) {
-            if let Some(a) = self.admission.take() {
-                self.breaker.release(a);
+impl Servers for Router {
+    fn route(&self, target: Target<'_>) -> Result<Route, ForgeError> {
+        match target {
+            Target::Tool { server, tool, args } => {
+                let args = Value::Object(args);
+                match self.manifest.lookup_tool(server, tool)? {
+                    Lookup::Found(_, t) => t.validate(server, &args)?,
+                    Lookup::Denied(why) => {
+                        return Ok(Route {
+                            denied: Some(why.to_string()),
+                            guards: None,
+                            send: Box::new(|| Box::pin(async { Err(never_sent()) })),
+                        });
+                    }
+                }
+                let Value::Object(args) = args else {
+                    unreachable!("built as an object above")
+                };
+                let tool = tool.to_string();
+                self.to_server(server, move |conn, server, timeout| {
+                    Box::pin(async move {
+                        downstream::call_tool(&conn, &server, &tool, args, timeout).await
+                    })
+                })
+            }
+            Target::Resource { server, uri } => {
+                let uri = uri.to_string();
+                self.to_server(server, move |conn, server, timeout| {
+                    Box::pin(async move {
+                        downstream::read_resource(&conn, &server, &uri, timeout).await
+                    })
+                })
             }
         }
     }
-    let admission = server.breaker.admit()?;
-    let mut pending = Pending {
-        breaker: &server.breaker,
-        admission: Some(admission),
-    };
-    let _slot = server
-        .in_flight
-        .acquire()
-        .await
-        .map_err(|_| ForgeError::new("SERVER_UNAVAILABLE", "the gateway is shutting down"))?;
-    let result = request.await;
-    // Timeouts and broken connections say the server is unwell; answers,
-    // even error answers, say it is alive.
-    let failed = matches!(&result, Err(e) if e.code == "TIMEOUT" || e.code == "SERVER_UNAVAILABLE");
-    pending.admission = None;
-    server.breaker.record(admission, failed);
-    result
 }
 
-impl Dispatcher for Router {
-    fn check_call(&self, server: &str, tool: &str) -> Result<(), ForgeError> {
-        self.manifest.require_tool(server, tool)?;
-        self.admitted(server).map(|_| ())
-    }
-
-    fn stash_space(&self) -> Option<Arc<str>> {
-        self.lock.current()
-    }
-
-    fn call_tool(
-        &self,
-        server: &str,
-        tool: &str,
-        args: Value,
-    ) -> BoxFuture<Result<Value, ForgeError>> {
-        let checked = self
-            .manifest
-            .require_tool(server, tool)
-            .and_then(|(_, t)| t.validate(server, &args))
-            .and_then(|()| self.live(server));
-        let (server, tool) = (server.to_string(), tool.to_string());
-        Box::pin(async move {
-            let (s, conn) = checked?;
-            guarded(
-                &s,
-                downstream::call_tool(&conn, &server, &tool, args, s.config.timeout),
-            )
-            .await
-        })
-    }
-
-    fn read_resource(&self, server: &str, uri: &str) -> BoxFuture<Result<Value, ForgeError>> {
-        let checked = self.live(server);
-        let (server, uri) = (server.to_string(), uri.to_string());
-        Box::pin(async move {
-            let (s, conn) = checked?;
-            guarded(
-                &s,
-                downstream::read_resource(&conn, &server, &uri, s.config.timeout),
-            )
-            .await
-        })
-    }
+/// The error of a request the pipeline sent although its route said the
+/// policy refuses it: a pipeline bug, never seen by a working gateway.
+fn never_sent() -> ForgeError {
+    ForgeError::new(
+        ErrorCode::Internal,
+        "a refused call reached its server; this is a bug in quickforge",
+    )
 }

@@ -17,7 +17,7 @@ use sse_stream::SseStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::downstream::Broken;
+use super::broken::Broken;
 
 /// Messages buffered between the event stream and the client. The reader
 /// waits when it is full, which slows a flooding server rather than growing

@@ -16,8 +16,7 @@ use std::sync::{Arc, OnceLock};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::dispatch::ManifestView;
-use crate::error::ForgeError;
+use crate::error::{ErrorCode, ForgeError};
 use crate::suggest;
 
 pub use search::{MAX_SEARCH_LIMIT, search};
@@ -171,7 +170,7 @@ impl ToolEntry {
             message.push_str(&format!(" (and {more} more)"));
         }
         Err(
-            ForgeError::new("INVALID_ARGUMENTS", message).suggest(format!(
+            ForgeError::new(ErrorCode::InvalidArguments, message).suggest(format!(
                 "read manifest.tool({server:?}, {:?}) in search for the exact argument types",
                 self.name
             )),
@@ -315,8 +314,18 @@ impl ServerEntry {
                 other.as_str()
             ),
         };
-        ForgeError::new("TOOL_NOT_FOUND", message).suggest(suggestion)
+        ForgeError::new(ErrorCode::ToolNotFound, message).suggest(suggestion)
     }
+}
+
+/// What [`Manifest::lookup_tool`] found.
+#[derive(Debug)]
+pub enum Lookup<'a> {
+    /// The tool, with its server's entry.
+    Found(&'a Arc<ServerEntry>, &'a Arc<ToolEntry>),
+    /// The server has the tool, but its tool policy hides it, for this
+    /// reason.
+    Denied(&'a str),
 }
 
 /// Everything the downstream servers offer, at one moment.
@@ -371,22 +380,14 @@ impl Manifest {
         })
     }
 
-    /// The tool `server`/`tool`, or `SERVER_NOT_FOUND` / `TOOL_NOT_FOUND`
-    /// with did-you-mean.
-    pub fn require_tool(
-        &self,
-        server: &str,
-        tool: &str,
-    ) -> Result<(&Arc<ServerEntry>, &Arc<ToolEntry>), ForgeError> {
+    /// The tool `server`/`tool`, or why its policy hides it, or
+    /// `SERVER_NOT_FOUND` / `TOOL_NOT_FOUND` with did-you-mean.
+    pub fn lookup_tool(&self, server: &str, tool: &str) -> Result<Lookup<'_>, ForgeError> {
         let entry = self.require_server(server)?;
         match entry.tool(tool) {
-            Some(t) => Ok((entry, t)),
+            Some(t) => Ok(Lookup::Found(entry, t)),
             None => match entry.denied.get(tool) {
-                Some(why) => Err(ForgeError::new(
-                    "POLICY_DENIED",
-                    format!("calling {server}.{tool} is not allowed: {why}"),
-                )
-                .suggest("the gateway's configuration refuses this tool; do the task another way or ask the user to allow it")),
+                Some(why) => Ok(Lookup::Denied(why)),
                 None => Err(entry.tool_not_found(tool)),
             },
         }
@@ -456,6 +457,18 @@ pub fn summary(text: &str, max: usize) -> String {
     format!("{}…", cut.trim_end_matches([',', ';', ':', ' ']))
 }
 
+/// Read-only access to the manifest of downstream servers and tools, as
+/// `manifest.*` reads it. The gateway's [`Snapshot`] implements it; tests
+/// implement it in-process.
+pub trait ManifestView: Send + Sync + 'static {
+    /// One JSON object per server.
+    fn servers(&self) -> Value;
+    /// The best `limit` matches for `query`, as a JSON array.
+    fn search(&self, query: &str, limit: usize) -> Value;
+    /// The full description of one tool.
+    fn tool(&self, server: &str, name: &str) -> Result<Value, ForgeError>;
+}
+
 /// One execution's view of the manifest: a snapshot taken when it started.
 #[derive(Debug, Clone)]
 pub struct Snapshot(pub Arc<Manifest>);
@@ -470,8 +483,10 @@ impl ManifestView for Snapshot {
     }
 
     fn tool(&self, server: &str, name: &str) -> Result<Value, ForgeError> {
-        let (_, tool) = self.0.require_tool(server, name)?;
-        Ok(tool.describe(server))
+        match self.0.lookup_tool(server, name)? {
+            Lookup::Found(_, tool) => Ok(tool.describe(server)),
+            Lookup::Denied(why) => Err(crate::policy::denied(&format!("{server}.{name}"), why)),
+        }
     }
 }
 
@@ -518,10 +533,10 @@ mod tests {
     #[test]
     fn lookups_suggest_near_names() {
         let m = sample();
-        let e = m.require_tool("githib", "x").unwrap_err();
+        let e = m.lookup_tool("githib", "x").unwrap_err();
         assert_eq!(e.code, "SERVER_NOT_FOUND");
         assert!(e.suggestion.unwrap().contains("\"github\""));
-        let e = m.require_tool("github", "issues.creat").unwrap_err();
+        let e = m.lookup_tool("github", "issues.creat").unwrap_err();
         assert_eq!(e.code, "TOOL_NOT_FOUND");
         assert!(e.suggestion.unwrap().contains("\"issues.create\""));
     }
@@ -529,7 +544,9 @@ mod tests {
     #[test]
     fn validation_names_the_field() {
         let m = sample();
-        let (_, t) = m.require_tool("github", "issues.create").unwrap();
+        let Ok(Lookup::Found(_, t)) = m.lookup_tool("github", "issues.create") else {
+            panic!("issues.create is in the sample")
+        };
         assert!(
             t.validate("github", &json!({"repo": "a", "title": "b"}))
                 .is_ok()

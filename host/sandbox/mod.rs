@@ -27,7 +27,6 @@ mod limits;
 mod output;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
@@ -45,9 +44,9 @@ pub use artifact::CacheDir;
 pub use limits::{JS_HEAP_HEADROOM, MIN_HEAP, OUTPUT_HARD_FACTOR, SandboxLimits};
 pub use output::{CUT_KEY, fit as fit_output, json_len};
 
-use crate::dispatch::{BoxFuture, Dispatcher, ManifestView, NoServers};
-use crate::error::{ErrorKind, ExecutionError, ForgeError};
-use crate::stash::Stash;
+use crate::call::{BoxFuture, CallLimits, Pipeline};
+pub use crate::call::{ExecutionContext, Mode};
+use crate::error::{Code, ErrorCode, ErrorKind, ExecutionError, ForgeError};
 
 /// Bindings generated from `wit/`, the single source of truth of the
 /// host–guest contract.
@@ -88,43 +87,6 @@ const ASYNC_STACK: usize = 2 * 1024 * 1024;
 /// are returned to the kernel as usual.
 const KEEP_RESIDENT: usize = 16 * 1024 * 1024;
 
-/// What a script may touch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    /// `manifest.*` and logging only; tool calls, resources and stash refused.
-    Search,
-    /// Everything.
-    Execute,
-}
-
-/// What one execution can reach, fresh for every execution.
-#[derive(Clone)]
-pub struct ExecutionContext {
-    /// Carries `forge.callTool` and `forge.readResource`.
-    pub dispatcher: Arc<dyn Dispatcher>,
-    /// Answers `manifest.*`.
-    pub manifest: Arc<dyn ManifestView>,
-    /// The client session's stash.
-    pub stash: Arc<Stash>,
-    /// Where every operation is recorded for the audit log (see
-    /// [`crate::audit`]); `None` records nothing, at no cost. Shared, so
-    /// the operations are there even if the execution is cancelled.
-    pub audit: Option<crate::audit::SharedTrail>,
-}
-
-impl Default for ExecutionContext {
-    /// No downstream servers and a fresh, private stash.
-    fn default() -> Self {
-        ExecutionContext {
-            dispatcher: Arc::new(NoServers),
-            manifest: Arc::new(NoServers),
-            stash: Arc::default(),
-            audit: None,
-        }
-    }
-}
-
 /// Severity of a captured log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -151,8 +113,9 @@ pub struct LogLine {
 /// Counters of one execution.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Stats {
-    /// Downstream operations started.
-    pub tool_calls: u32,
+    /// Tool calls and resource reads started (what `max_tool_calls`
+    /// counts).
+    pub operations: u32,
     /// Fuel consumed.
     pub fuel: u64,
     /// Wall time, in microseconds.
@@ -289,9 +252,7 @@ impl Sandbox {
             // Calls the script started and never awaited still go out (a
             // fire-and-forget `forge.callTool` is a request, not a no-op);
             // their results are dropped.
-            while let Some((id, outcome, took)) = store.data_mut().calls.next().await {
-                store.data_mut().finished(id, &outcome, took);
-            }
+            while store.data_mut().calls.next().await.is_some() {}
             wasmtime::Result::Ok(outcome)
         })
         .await;
@@ -308,10 +269,12 @@ impl Sandbox {
             Ok(Err(trap)) => Err(self.classify_trap(&trap, memory_denied)),
             // The script's own error text leaves through here: redacted,
             // like every error text (ForgeErrors were redacted on entry).
-            Ok(Ok(Err(script))) => {
-                Err(classify_script_error(script, state.budget_spent).redacted())
-            }
-            Ok(Ok(Ok(outcome))) => parse_json(&outcome.value_json).map_err(|e| {
+            Ok(Ok(Err(script))) => Err(classify_script_error(
+                script,
+                state.pipeline.budget_spent(),
+            )
+            .redacted()),
+            Ok(Ok(Ok(outcome))) => crate::guest_json::parse_json(&outcome.value_json).map_err(|e| {
                 ExecutionError::new(
                     ErrorKind::NotSerializable,
                     format!(
@@ -332,7 +295,7 @@ impl Sandbox {
             result,
             logs: state.logs,
             stats: Stats {
-                tool_calls: state.calls_started,
+                operations: state.pipeline.operations(),
                 fuel,
                 micros: started.elapsed().as_micros() as u64,
                 logs_dropped: state.logs_dropped,
@@ -424,7 +387,12 @@ impl Report {
 fn classify_script_error(e: wit::ScriptError, budget_spent: bool) -> ExecutionError {
     use wit::ScriptErrorKind as K;
     let forge = e.forge.map(|f| ForgeError {
-        code: bounded(f.code, MAX_CODE),
+        code: match f.code {
+            wit::Code::Known(c) => Code::Known(c.into()),
+            // A script's own code, or the text of one of ours: recognized
+            // by its text.
+            wit::Code::Other(text) => Code::from(bounded(text, MAX_CODE)),
+        },
         message: bounded(f.message, MAX_MESSAGE),
         retryable: f.retryable,
         suggestion: f.suggestion.map(|s| bounded(s, MAX_MESSAGE)),
@@ -432,7 +400,7 @@ fn classify_script_error(e: wit::ScriptError, budget_spent: bool) -> ExecutionEr
     let budget = budget_spent
         && forge
             .as_ref()
-            .is_some_and(|f| f.code == imports::TOOL_CALL_BUDGET);
+            .is_some_and(|f| f.code.is(ErrorCode::ToolCallBudget));
     let kind = match e.kind {
         K::Syntax => ErrorKind::Syntax,
         K::NotAFunction => ErrorKind::NotAFunction,
@@ -469,55 +437,6 @@ fn bounded(text: String, max: usize) -> String {
     } else {
         crate::error::clip(&text, max)
     }
-}
-
-/// Parses the guest's JSON. QuickJS escapes lone surrogates (`"\ud800"`),
-/// which is valid JSON text but not a valid Rust string; those become U+FFFD.
-pub(crate) fn parse_json(json: &str) -> Result<serde_json::Value, serde_json::Error> {
-    serde_json::from_str(json).or_else(|e| match replace_lone_surrogates(json) {
-        Some(fixed) => serde_json::from_str(&fixed),
-        None => Err(e),
-    })
-}
-
-/// `json` with every `\uD800`–`\uDFFF` escape that is not half of a valid
-/// pair replaced by `\uFFFD`; `None` if there was none.
-fn replace_lone_surrogates(json: &str) -> Option<String> {
-    let bytes = json.as_bytes();
-    // The UTF-16 unit of a `\uXXXX` escape starting at `at`.
-    let unit = |at: usize| -> Option<u16> {
-        if bytes.get(at) != Some(&b'\\') || bytes.get(at + 1) != Some(&b'u') {
-            return None;
-        }
-        u16::from_str_radix(json.get(at + 2..at + 6)?, 16).ok()
-    };
-    let surrogate = |u: u16| (0xD800..0xE000).contains(&u);
-    let high = |u: u16| (0xD800..0xDC00).contains(&u);
-    let low = |u: u16| (0xDC00..0xE000).contains(&u);
-    let mut out = String::with_capacity(json.len());
-    let (mut i, mut last) = (0, 0);
-    while i < bytes.len() {
-        if bytes[i] != b'\\' {
-            i += 1;
-            continue;
-        }
-        match unit(i) {
-            Some(u) if high(u) && unit(i + 6).is_some_and(low) => i += 12,
-            Some(u) if surrogate(u) => {
-                out.push_str(&json[last..i]);
-                out.push_str("\\uFFFD");
-                i += 6;
-                last = i;
-            }
-            // Any other escape: step over the backslash and what it escapes.
-            _ => i += 2,
-        }
-    }
-    if last == 0 {
-        return None;
-    }
-    out.push_str(&json[last..]);
-    Some(out)
 }
 
 fn engine_config(limits: &SandboxLimits) -> Config {
@@ -584,27 +503,21 @@ impl ResourceLimiter for MemoryLimiter {
     }
 }
 
-/// A finished host operation: its call id, its JSON result or error, and how
-/// long it took (zero when no audit trail is kept).
-type Finished = (u32, Result<String, ForgeError>, Duration);
+/// A finished host operation: its call id and its JSON result or error.
+type Completed = (u32, Result<String, ForgeError>);
 
 /// The data of one execution's `Store`.
 struct State {
     wasi: WasiCtx,
     table: ResourceTable,
     memory: MemoryLimiter,
-    mode: Mode,
-    cx: ExecutionContext,
+    /// Every operation the script starts goes through it.
+    pipeline: Pipeline,
     /// Host operations in flight. They are polled on the execution's own
     /// task while the guest waits in `next-completion`: a call that is ready
     /// at once costs no cross-thread wake-up, and all calls in flight make
-    /// progress together.
-    calls: FuturesUnordered<BoxFuture<Finished>>,
-    calls_started: u32,
-    /// Whether a call was refused for `max_tool_calls` in this run.
-    budget_spent: bool,
-    max_tool_calls: u32,
-    max_args_size: usize,
+    /// progress together. Dropping them (the execution ended) cancels them.
+    calls: FuturesUnordered<BoxFuture<Completed>>,
     logs: Vec<LogLine>,
     log_bytes: usize,
     logs_dropped: u32,
@@ -614,6 +527,10 @@ struct State {
 
 impl State {
     fn new(mode: Mode, cx: ExecutionContext, limits: &SandboxLimits) -> Self {
+        let call_limits = CallLimits {
+            max_calls: limits.max_tool_calls,
+            max_args_size: limits.max_args_size,
+        };
         State {
             // No preopens, no env, no args, closed stdio, every socket denied:
             // WASI is linked only because the guest's libc imports it.
@@ -623,13 +540,8 @@ impl State {
                 max: limits.max_heap,
                 denied: false,
             },
-            mode,
-            cx,
+            pipeline: Pipeline::new(mode, call_limits, cx),
             calls: FuturesUnordered::new(),
-            calls_started: 0,
-            budget_spent: false,
-            max_tool_calls: limits.max_tool_calls,
-            max_args_size: limits.max_args_size,
             logs: Vec::new(),
             log_bytes: 0,
             logs_dropped: 0,

@@ -40,7 +40,7 @@ async fn call_tool_reaches_the_dispatcher() {
         value(&report),
         &json!({ "server": "alpha", "tool": "echo", "args": { "q": "hi", "n": 3 } })
     );
-    assert_eq!(report.stats.tool_calls, 1);
+    assert_eq!(report.stats.operations, 1);
     // Omitted args are an empty object.
     let report = run(
         Kind::Default,

@@ -380,3 +380,89 @@ fn strip_comments(src: &str) -> String {
     }
     out
 }
+
+/// The `ForgeError` codes: the WIT enum `error-code` and the Rust
+/// `ErrorCode` name the same cases with the same texts, and every code
+/// `forge.d.ts` mentions is one of them.
+#[test]
+fn error_codes_agree_across_wit_rust_and_dts() {
+    use strum::IntoEnumIterator as _;
+    let wit = include_str!("../../wit/sandbox.wit");
+    let start = wit
+        .find("enum error-code {")
+        .expect("the WIT declares enum error-code");
+    let body = &wit[start..][..wit[start..].find('}').expect("the enum ends")];
+    let from_wit: Vec<String> = body
+        .lines()
+        .skip(1)
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("//"))
+        .map(|l| {
+            l.trim_end_matches(',')
+                .to_ascii_uppercase()
+                .replace('-', "_")
+        })
+        .collect();
+    let from_rust: Vec<String> = quickforge::ErrorCode::iter()
+        .map(|c| c.as_str().to_string())
+        .collect();
+    assert_eq!(
+        from_wit, from_rust,
+        "wit/sandbox.wit and host/error/code.rs"
+    );
+    let mentioned: Vec<&str> = DTS
+        .split(|c: char| !(c.is_ascii_uppercase() || c == '_'))
+        .filter(|w| w.len() > 4 && w.contains('_'))
+        .collect();
+    assert!(!mentioned.is_empty(), "forge.d.ts names some codes");
+    for code in mentioned {
+        assert!(
+            from_rust.iter().any(|c| c == code),
+            "forge.d.ts mentions {code}, which is not an ErrorCode"
+        );
+    }
+}
+
+/// No code of the vocabulary is spelled as a string literal in the host's
+/// or the guest's source (tests and comments aside): every use goes through the enum, so
+/// a renamed code cannot leave a stale spelling behind.
+#[test]
+fn error_codes_are_not_spelled_outside_the_vocabulary() {
+    use strum::IntoEnumIterator as _;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    let mut dirs = vec![root.join("host"), root.join("guest/src")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs" || e == "js") {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() > 20, "found the sources: {files:?}");
+    let mut found = Vec::new();
+    for path in files {
+        if path.ends_with("host/error/code.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        // Code only: comments may name a code, tests assert on the texts.
+        let code_part: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or("")
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for code in quickforge::ErrorCode::iter() {
+            if code_part.contains(&format!("\"{}\"", code.as_str())) {
+                found.push(format!("{}: \"{code}\"", path.display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "codes spelled as literals: {found:#?}");
+}

@@ -53,6 +53,33 @@ async fn a_hanging_call_times_out_with_the_servers_limit() {
 }
 
 #[tokio::test]
+async fn a_call_cut_off_by_the_execution_timeout_is_cancelled_on_its_server() {
+    let dir = scratch("cancel");
+    let text = format!("[sandbox]\ntimeout_secs = 1\n\n{}", config(""));
+    let s = connect(&write_config(&dir, &text)).await;
+    let e = s
+        .execute_err(r#"async () => forge.callTool("faulty", "slow", { ms: 15000 })"#)
+        .await;
+    assert_eq!(e["kind"], "timeout", "{e:#}");
+    // The server hears notifications/cancelled for the abandoned call.
+    let started = Instant::now();
+    loop {
+        let cancelled = s
+            .execute(r#"async () => (await forge.callTool("faulty", "stats", {})).cancelled"#)
+            .await;
+        if cancelled == 1 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the server saw no cancellation: {cancelled}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    healthy(&s).await;
+}
+
+#[tokio::test]
 async fn the_timeout_counts_from_sending_not_from_queueing() {
     let dir = scratch("queue");
     // One call in flight at a time; three 1.2 s calls queue up behind each

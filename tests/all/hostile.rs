@@ -95,7 +95,7 @@ async fn unknown_servers_are_refused_before_they_cost_a_call() {
     )
     .await;
     assert_eq!(value(&report), &json!(true));
-    assert_eq!(report.stats.tool_calls, 5);
+    assert_eq!(report.stats.operations, 5);
     assert_eq!(tools.counters.calls.load(Ordering::SeqCst), 5);
 }
 

@@ -23,7 +23,7 @@ async fn globals_do_not_survive_an_execution() {
 async fn the_stash_is_the_only_channel_between_executions() {
     let tools = Arc::new(TestTools::default());
     let cx = ExecutionContext {
-        dispatcher: tools.clone(),
+        servers: tools.clone(),
         manifest: tools,
         stash: Arc::new(Stash::default()),
         audit: None,

@@ -8,8 +8,8 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use quickforge::{
-    BoxFuture, CacheDir, Dispatcher, ExecutionContext, ForgeError, ManifestView, Mode, Report,
-    Sandbox, SandboxLimits, Stash,
+    BoxFuture, CacheDir, ExecutionContext, ForgeError, ManifestView, Mode, Report, Route, Sandbox,
+    SandboxLimits, Servers, Stash, Target,
 };
 use serde_json::{Value, json};
 use tokio::sync::RwLock;
@@ -94,7 +94,7 @@ pub fn sandbox(kind: Kind) -> &'static Sandbox {
 pub fn context() -> (ExecutionContext, Arc<TestTools>) {
     let tools = Arc::new(TestTools::default());
     let cx = ExecutionContext {
-        dispatcher: tools.clone(),
+        servers: tools.clone(),
         manifest: tools.clone(),
         stash: Arc::new(Stash::default()),
         audit: None,
@@ -204,15 +204,15 @@ const TOOLS: &[(&str, &str, &str)] = &[
     ("beta", "docs.search", "Search the documentation"),
 ];
 
-impl Dispatcher for TestTools {
+impl TestTools {
     fn call_tool(
-        &self,
+        counters: &Arc<Counters>,
         server: &str,
         tool: &str,
         args: Value,
     ) -> BoxFuture<Result<Value, ForgeError>> {
         let (server, tool) = (server.to_string(), tool.to_string());
-        let guard = enter(&self.counters);
+        let guard = enter(counters);
         Box::pin(async move {
             let _guard = guard;
             let result = match (server.as_str(), tool.as_str()) {
@@ -243,20 +243,39 @@ impl Dispatcher for TestTools {
         })
     }
 
-    fn check_call(&self, server: &str, _tool: &str) -> Result<(), ForgeError> {
-        match server {
-            "alpha" | "beta" => Ok(()),
-            _ => Err(ForgeError::server_not_found(server)),
-        }
-    }
-
-    fn read_resource(&self, server: &str, uri: &str) -> BoxFuture<Result<Value, ForgeError>> {
+    fn read_resource(server: &str, uri: &str) -> BoxFuture<Result<Value, ForgeError>> {
         let result = if server == "alpha" {
             Ok(json!({ "uri": uri, "text": format!("contents of {uri}") }))
         } else {
             Err(ForgeError::server_not_found(server))
         };
         Box::pin(async move { result })
+    }
+}
+
+impl Servers for TestTools {
+    /// Unknown servers are refused at once; everything else is decided by
+    /// the tool itself, as it runs.
+    fn route(&self, target: Target<'_>) -> Result<Route, ForgeError> {
+        let send: Box<dyn FnOnce() -> BoxFuture<Result<Value, ForgeError>> + Send> = match target {
+            Target::Tool { server, tool, args } => {
+                if !matches!(server, "alpha" | "beta") {
+                    return Err(ForgeError::server_not_found(server));
+                }
+                let counters = self.counters.clone();
+                let (server, tool) = (server.to_string(), tool.to_string());
+                Box::new(move || Self::call_tool(&counters, &server, &tool, Value::Object(args)))
+            }
+            Target::Resource { server, uri } => {
+                let (server, uri) = (server.to_string(), uri.to_string());
+                Box::new(move || Self::read_resource(&server, &uri))
+            }
+        };
+        Ok(Route {
+            denied: None,
+            guards: None,
+            send,
+        })
     }
 }
 

@@ -17,7 +17,8 @@
 //   add_tool {name, quiet?}  registers a new tool `name` and, unless quiet,
 //                     sends notifications/tools/list_changed
 //   crash {code?}     exits the process at once, mid-call
-//   slow {ms}         answers after `ms` milliseconds
+//   slow {ms}         answers after `ms` milliseconds; a cancelled call
+//                     (notifications/cancelled) stops waiting and is counted
 //   hang              never answers
 //   big {mb}          answers with a text of `mb` MiB
 //   malformed         writes a line that is not JSON-RPC, and no answer
@@ -31,7 +32,8 @@
 //                     its open file descriptors point
 //   expire_sessions   (HTTP) forgets every session after answering, so the
 //                     next request with an old session id gets 404
-//   stats             how many sessions were initialized so far
+//   stats             how many sessions were initialized so far, and how
+//                     many calls were cancelled by the client
 //   tool_<i>          with --tools N: N synthetic tools with realistic schemas
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
@@ -159,6 +161,8 @@ function openFiles() {
 
 const sessions = new Map();
 let initialized = 0;
+// Calls the client cancelled (notifications/cancelled) while they waited.
+let cancelled = 0;
 
 // One SDK Server per session: a Server speaks to a single transport.
 function makeServer() {
@@ -169,7 +173,7 @@ function makeServer() {
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
 
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: a = {} } = request.params;
     const text = (value) => ({ content: [{ type: "text", text: JSON.stringify(value) }] });
     switch (name) {
@@ -184,7 +188,14 @@ function makeServer() {
       case "crash":
         process.exit(a.code ?? 1);
       case "slow":
-        await new Promise((r) => setTimeout(r, a.ms));
+        await new Promise((r) => {
+          const timer = setTimeout(r, a.ms);
+          extra.signal.addEventListener("abort", () => {
+            cancelled++;
+            clearTimeout(timer);
+            r();
+          });
+        });
         return text({ slept: a.ms });
       case "hang":
         return new Promise(() => {});
@@ -221,7 +232,7 @@ function makeServer() {
         setImmediate(() => sessions.clear());
         return text({ expired: sessions.size });
       case "stats":
-        return text({ initialized });
+        return text({ initialized, cancelled });
       case "whoami":
         return text({ pid: process.pid, env: Object.keys(process.env).sort(), fds: openFiles() });
       default:

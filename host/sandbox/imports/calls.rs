@@ -7,8 +7,7 @@ use super::super::bindings::quickforge::sandbox::calls::{Completion, Host};
 
 impl Host for State {
     async fn next_completion(&mut self) -> Option<Completion> {
-        let (id, outcome, took) = self.calls.next().await?;
-        self.finished(id, &outcome, took);
+        let (id, outcome) = self.calls.next().await?;
         Some(Completion {
             id,
             outcome: outcome.map_err(Into::into),

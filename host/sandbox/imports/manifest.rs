@@ -5,17 +5,21 @@ use super::super::bindings::quickforge::sandbox::{manifest::Host, types::ForgeEr
 
 impl Host for State {
     fn servers(&mut self) -> wasmtime::Result<String> {
-        Ok(self.cx.manifest.servers().to_string())
+        Ok(self.pipeline.manifest().servers().to_string())
     }
 
     fn search(&mut self, query: String, limit: u32) -> wasmtime::Result<String> {
-        Ok(self.cx.manifest.search(&query, limit as usize).to_string())
+        Ok(self
+            .pipeline
+            .manifest()
+            .search(&query, limit as usize)
+            .to_string())
     }
 
     fn tool(&mut self, server: String, name: String) -> wasmtime::Result<Result<String, WitError>> {
         Ok(self
-            .cx
-            .manifest
+            .pipeline
+            .manifest()
             .tool(&server, &name)
             .map(|v| v.to_string())
             .map_err(Into::into))

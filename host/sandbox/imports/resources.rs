@@ -2,7 +2,7 @@
 
 use super::super::State;
 use super::super::bindings::quickforge::sandbox::{resources::Host, types::ForgeError as WitError};
-use crate::audit::{OpKind, Started, Target};
+use crate::call::Op;
 
 impl Host for State {
     fn start_read(
@@ -10,20 +10,9 @@ impl Host for State {
         server: String,
         uri: String,
     ) -> wasmtime::Result<Result<u32, WitError>> {
-        let at = self.audit_clock();
-        let started = super::check_len("server name", &server)
-            .and_then(|()| super::check_len("resource URI", &uri))
-            .and_then(|()| {
-                self.start_operation("forge.readResource", |s| {
-                    s.cx.dispatcher.read_resource(&server, &uri)
-                })
-            });
-        self.audit(
-            OpKind::ReadResource,
-            Target::Resource(&server, &uri),
-            at,
-            started.as_ref().map(|&id| Started::Running(id)),
-        );
-        Ok(started.map_err(Into::into))
+        Ok(self.start_call(Op::ReadResource {
+            server: &server,
+            uri: &uri,
+        }))
     }
 }

@@ -1,0 +1,70 @@
+//! The admit step: what can be decided from the operation alone — the
+//! execution's mode, the lengths of names and URIs, the size and shape of a
+//! tool call's arguments.
+
+use serde_json::{Map, Value};
+
+use super::Mode;
+use crate::error::{ErrorCode, ForgeError};
+
+/// Longest server name, tool name or resource URI accepted from a script, in
+/// bytes. Names are short identifiers; a URI is an address, not a payload.
+/// Checked before anything is formatted into a message or sent downstream.
+pub const MAX_NAME_LEN: usize = 4096;
+
+/// Refuses `api` (e.g. `forge.callTool`) in search mode.
+pub fn mode(mode: Mode, api: &str) -> Result<(), ForgeError> {
+    match mode {
+        Mode::Execute => Ok(()),
+        Mode::Search => Err(ForgeError::new(
+            ErrorCode::ModeDenied,
+            format!("{api} is not available in search; search code can only read `manifest`"),
+        )
+        .suggest("find the tool with search, then call it from the execute tool")),
+    }
+}
+
+/// Refuses a name or URI longer than [`MAX_NAME_LEN`].
+pub fn name(what: &str, value: &str) -> Result<(), ForgeError> {
+    if value.len() > MAX_NAME_LEN {
+        return Err(ForgeError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "the {what} is {} bytes long, over the {MAX_NAME_LEN}-byte limit",
+                value.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The arguments of `server`'s `tool`: at most `max` bytes of JSON, and a
+/// JSON object.
+pub fn args(
+    server: &str,
+    tool: &str,
+    json: &str,
+    max: usize,
+) -> Result<Map<String, Value>, ForgeError> {
+    if json.len() > max {
+        return Err(ForgeError::new(
+            ErrorCode::ArgsTooLarge,
+            format!(
+                "the arguments to {server}/{tool} are {} bytes of JSON, over the {max}-byte limit",
+                json.len()
+            ),
+        )
+        .suggest("send less data per call"));
+    }
+    match crate::guest_json::parse_json(json) {
+        Ok(Value::Object(args)) => Ok(args),
+        Ok(_) => Err(ForgeError::new(
+            ErrorCode::InvalidArgument,
+            "tool arguments must be a JSON object",
+        )),
+        Err(e) => Err(ForgeError::new(
+            ErrorCode::InvalidArgument,
+            format!("tool arguments are not valid JSON: {e}"),
+        )),
+    }
+}

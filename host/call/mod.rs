@@ -1,0 +1,420 @@
+//! One call pipeline: every operation a script starts — `forge.callTool`,
+//! `forge.readResource`, `forge.stash.*` — passes the same steps, in this
+//! order, each exactly once. The WIT imports (`sandbox::imports`) only decode
+//! what the guest sent, hand it to [`Pipeline::start`], and encode the answer.
+//!
+//! ```text
+//!  audit       records the operation, its refusal or its end       (audit.rs)
+//!   └ admit    mode, name and URI lengths, argument size and shape  (admit.rs)
+//!      └ route     server and tool in the execution's manifest snapshot,
+//!                  did-you-mean, inputSchema, the live session        (Servers::route)
+//!         └ policy    the server's tool policy, the strict-group lock,
+//!                     the stash space the lock selects                (policy step below)
+//!            └ budget     max_tool_calls; the call counts from here
+//!               └ rate limit     the server's calls_per_minute      (guard.rs)
+//!                  └ circuit breaker                                  (breaker.rs)
+//!   ─ ─ ─ ─ ─ ─ ─ ─ ─ ─ the call has an id; the rest runs while the script awaits
+//!                     └ in-flight limit   the server's max_in_flight
+//!                        └ timeout + downstream   the request itself (Route::send)
+//! ```
+//!
+//! Everything up to the breaker decides at once, so a refusal reaches the
+//! script without a call id and (up to the budget) without costing a call.
+//! Stash operations stop after the policy step: they are local. Manifest
+//! reads (`manifest.*`) are not operations: they read the execution's
+//! snapshot and change nothing.
+//!
+//! **Cancellation**: a running call is a future the sandbox owns. Dropping it
+//! — the execution ended, timed out, or its client cancelled the request —
+//! releases its breaker probe and in-flight slot, and the downstream request
+//! it was waiting on is cancelled on the server (`notifications/cancelled`,
+//! see `gateway::downstream`).
+//!
+//! Why not tower: the head of this pipeline must answer synchronously (a
+//! WIT import returns a call id or a refusal, then the guest goes on running
+//! its job queue), which `Service::call`'s future-per-request shape cannot
+//! express without polling futures by hand; the tail is three small async
+//! guards. A plain sequence of named steps, written down here, says the same
+//! with less machinery.
+
+mod admit;
+mod audit;
+pub mod breaker;
+mod guard;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::audit::trail::SharedTrail;
+use crate::error::{ErrorCode, ForgeError};
+use crate::manifest::ManifestView;
+use crate::policy::GroupLock;
+use crate::stash::Stash;
+
+pub use admit::MAX_NAME_LEN;
+pub use guard::Guards;
+
+/// A boxed, sendable future, as the pipeline's running operations are.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// What a script may touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// `manifest.*` and logging only; tool calls, resources and stash refused.
+    Search,
+    /// Everything.
+    Execute,
+}
+
+/// One operation a script asked for, as the guest sent it.
+#[derive(Debug)]
+pub enum Op<'a> {
+    /// `forge.callTool(server, tool, args)`; `args_json` is the guest's JSON.
+    CallTool {
+        /// The server's name.
+        server: &'a str,
+        /// The tool's name.
+        tool: &'a str,
+        /// The arguments, as JSON text.
+        args_json: &'a str,
+    },
+    /// `forge.readResource(server, uri)`.
+    ReadResource {
+        /// The server's name.
+        server: &'a str,
+        /// The resource's URI.
+        uri: &'a str,
+    },
+    /// `forge.stash.put(key, value, {ttl})`.
+    StashPut {
+        /// The key.
+        key: &'a str,
+        /// The value, as JSON text.
+        value_json: String,
+        /// The lifetime asked for, if any.
+        ttl: Option<std::time::Duration>,
+    },
+    /// `forge.stash.get(key)`.
+    StashGet {
+        /// The key.
+        key: &'a str,
+    },
+    /// `forge.stash.delete(key)`.
+    StashDelete {
+        /// The key.
+        key: &'a str,
+    },
+    /// `forge.stash.keys()`.
+    StashKeys,
+}
+
+impl Op<'_> {
+    /// The script API's name for the operation, for messages.
+    fn api(&self) -> &'static str {
+        match self {
+            Op::CallTool { .. } => "forge.callTool",
+            Op::ReadResource { .. } => "forge.readResource",
+            _ => "forge.stash",
+        }
+    }
+}
+
+/// The answer of an operation that finished at once (the stash's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// A value was stored.
+    Stored,
+    /// The JSON stored under the key, if any.
+    Value(Option<String>),
+    /// Whether the key existed.
+    Deleted(bool),
+    /// The live keys.
+    Keys(Vec<String>),
+}
+
+/// A started operation.
+pub enum Started {
+    /// It finished at once.
+    Done(Reply),
+    /// It runs as call `id`; the future resolves to its JSON result.
+    Running(u32, BoxFuture<Result<String, ForgeError>>),
+}
+
+/// Where a call goes: what [`Servers::route`] found.
+pub struct Route {
+    /// Why the server's tool policy refuses the tool, if it does: the policy
+    /// step turns this into `POLICY_DENIED`.
+    pub denied: Option<String>,
+    /// The server's own guards (group, rate, breaker, in-flight slots);
+    /// `None` for a target without any, such as in-process tools.
+    pub guards: Option<Arc<Guards>>,
+    /// Sends the request downstream, under the server's timeout. Called
+    /// once, after every step before it has passed.
+    pub send: Box<dyn FnOnce() -> BoxFuture<Result<Value, ForgeError>> + Send>,
+}
+
+/// What a call is aimed at, for [`Servers::route`].
+#[derive(Debug)]
+pub enum Target<'a> {
+    /// A tool and its (already admitted) arguments.
+    Tool {
+        /// The server's name.
+        server: &'a str,
+        /// The tool's name.
+        tool: &'a str,
+        /// The arguments; they move into [`Route::send`].
+        args: serde_json::Map<String, Value>,
+    },
+    /// A resource.
+    Resource {
+        /// The server's name.
+        server: &'a str,
+        /// The resource's URI.
+        uri: &'a str,
+    },
+}
+
+/// The servers behind the pipeline: the gateway's live sessions, or a
+/// test's in-process tools. Implements the route step.
+pub trait Servers: Send + Sync + 'static {
+    /// Finds `target`, or says why there is none: `SERVER_NOT_FOUND` or
+    /// `TOOL_NOT_FOUND` with did-you-mean, `INVALID_ARGUMENTS` when the
+    /// arguments fail the tool's `inputSchema`, `SERVER_UNAVAILABLE` when
+    /// the server has no live session.
+    fn route(&self, target: Target<'_>) -> Result<Route, ForgeError>;
+}
+
+/// The servers of a gateway with none configured: every call fails with
+/// `SERVER_NOT_FOUND`, the manifest is empty.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoServers;
+
+impl Servers for NoServers {
+    fn route(&self, target: Target<'_>) -> Result<Route, ForgeError> {
+        let (Target::Tool { server, .. } | Target::Resource { server, .. }) = target;
+        Err(ForgeError::server_not_found(server))
+    }
+}
+
+impl ManifestView for NoServers {
+    fn servers(&self) -> Value {
+        Value::Array(vec![])
+    }
+
+    fn search(&self, _query: &str, _limit: usize) -> Value {
+        Value::Array(vec![])
+    }
+
+    fn tool(&self, server: &str, _name: &str) -> Result<Value, ForgeError> {
+        Err(ForgeError::server_not_found(server))
+    }
+}
+
+/// What one execution can reach, fresh for every execution.
+#[derive(Clone)]
+pub struct ExecutionContext {
+    /// The servers tool calls and resource reads go to.
+    pub servers: Arc<dyn Servers>,
+    /// Answers `manifest.*`.
+    pub manifest: Arc<dyn ManifestView>,
+    /// The client session's stash.
+    pub stash: Arc<Stash>,
+    /// Where every operation is recorded for the audit log (see
+    /// [`crate::audit`]); `None` records nothing, at no cost. Shared, so
+    /// the operations are there even if the execution is cancelled.
+    pub audit: Option<SharedTrail>,
+}
+
+impl Default for ExecutionContext {
+    /// No downstream servers and a fresh, private stash.
+    fn default() -> Self {
+        ExecutionContext {
+            servers: Arc::new(NoServers),
+            manifest: Arc::new(NoServers),
+            stash: Arc::default(),
+            audit: None,
+        }
+    }
+}
+
+/// The limits the pipeline enforces for one execution (from `[sandbox]`).
+#[derive(Debug, Clone, Copy)]
+pub struct CallLimits {
+    /// `max_tool_calls`: tool calls and resource reads per execution.
+    pub max_calls: u32,
+    /// `max_args_size`: bytes of JSON arguments per tool call.
+    pub max_args_size: usize,
+}
+
+/// The pipeline of one execution: its context, and the state its steps
+/// keep (the call count, the strict-group lock).
+pub struct Pipeline {
+    cx: ExecutionContext,
+    mode: Mode,
+    limits: CallLimits,
+    /// Calls counted against `max_calls`; also the id of the last one.
+    calls: u32,
+    /// Whether a call was refused for `max_calls`.
+    budget_spent: bool,
+    lock: GroupLock,
+}
+
+impl Pipeline {
+    /// The pipeline of one execution in `mode`.
+    pub fn new(mode: Mode, limits: CallLimits, cx: ExecutionContext) -> Pipeline {
+        Pipeline {
+            cx,
+            mode,
+            limits,
+            calls: 0,
+            budget_spent: false,
+            lock: GroupLock::default(),
+        }
+    }
+
+    /// The execution's view of the manifest.
+    pub fn manifest(&self) -> &dyn ManifestView {
+        &*self.cx.manifest
+    }
+
+    /// Tool calls and resource reads started (counted against the budget).
+    pub fn operations(&self) -> u32 {
+        self.calls
+    }
+
+    /// Whether a call was refused because the budget was spent, so that a
+    /// script's own `ForgeError("TOOL_CALL_BUDGET")` is not mistaken for one.
+    pub fn budget_spent(&self) -> bool {
+        self.budget_spent
+    }
+
+    /// Starts `op` through every step, the audit record around them all.
+    pub fn start(&mut self, op: Op<'_>) -> Result<Started, ForgeError> {
+        let Some(trail) = self.cx.audit.clone() else {
+            return self.steps(op);
+        };
+        let before = audit::Before::of(&op);
+        let args_json = match &op {
+            Op::CallTool { args_json, .. } => *args_json,
+            _ => "",
+        };
+        let result = self.steps(op);
+        audit::record(&trail, before, args_json, self.lock.current(), result)
+    }
+
+    /// Every step under audit, in the order the module doc lists.
+    fn steps(&mut self, op: Op<'_>) -> Result<Started, ForgeError> {
+        admit::mode(self.mode, op.api())?;
+        match op {
+            Op::CallTool {
+                server,
+                tool,
+                args_json,
+            } => {
+                admit::name("server name", server)?;
+                admit::name("tool name", tool)?;
+                let args = admit::args(server, tool, args_json, self.limits.max_args_size)?;
+                let route = self.cx.servers.route(Target::Tool { server, tool, args })?;
+                self.call(server, Some(tool), route)
+            }
+            Op::ReadResource { server, uri } => {
+                admit::name("server name", server)?;
+                admit::name("resource URI", uri)?;
+                let route = self.cx.servers.route(Target::Resource { server, uri })?;
+                self.call(server, None, route)
+            }
+            op => {
+                // policy: the stash space the strict-group lock selects.
+                let space = self.lock.current();
+                let (store, space) = (&self.cx.stash, space.as_ref());
+                let reply = match op {
+                    Op::StashPut {
+                        key,
+                        value_json,
+                        ttl,
+                    } => store
+                        .put(space, key, value_json, ttl)
+                        .map(|()| Reply::Stored)?,
+                    Op::StashGet { key } => Reply::Value(store.get(space, key)?),
+                    Op::StashDelete { key } => Reply::Deleted(store.delete(space, key)?),
+                    Op::StashKeys => Reply::Keys(store.keys(space)),
+                    Op::CallTool { .. } | Op::ReadResource { .. } => unreachable!("matched above"),
+                };
+                Ok(Started::Done(reply))
+            }
+        }
+    }
+
+    /// The steps of a routed call: policy, budget, then the guards.
+    fn call(
+        &mut self,
+        server: &str,
+        tool: Option<&str>,
+        route: Route,
+    ) -> Result<Started, ForgeError> {
+        // policy
+        if let Some(why) = &route.denied {
+            let what = match tool {
+                Some(tool) => format!("{server}.{tool}"),
+                None => server.to_string(),
+            };
+            return Err(crate::policy::denied(&what, why));
+        }
+        if let Some(guards) = &route.guards {
+            self.lock.enter(server, guards.group.as_ref())?;
+        }
+        // budget
+        if self.calls >= self.limits.max_calls {
+            self.budget_spent = true;
+            return Err(ForgeError::new(
+                ErrorCode::ToolCallBudget,
+                format!(
+                    "this execution already started its limit of {} tool calls and resource reads",
+                    self.limits.max_calls
+                ),
+            )
+            .suggest("batch the work into fewer calls, or continue in another execution (forge.stash carries data over)"));
+        }
+        self.calls += 1;
+        let id = self.calls;
+        // rate limit, breaker, then (running) in-flight, timeout, downstream
+        let running = guard::run(route)?;
+        Ok(Started::Running(id, encoded(id, running)))
+    }
+}
+
+/// `running`'s value as the JSON text the guest parses. A panic inside it
+/// fails call `id` alone.
+fn encoded(
+    id: u32,
+    running: BoxFuture<Result<Value, ForgeError>>,
+) -> BoxFuture<Result<String, ForgeError>> {
+    use futures_util::FutureExt as _;
+    Box::pin(async move {
+        let value = match std::panic::AssertUnwindSafe(running).catch_unwind().await {
+            Ok(result) => result?,
+            Err(_panic) => return Err(panicked(id)),
+        };
+        serde_json::to_string(&value).map_err(|e| {
+            ForgeError::new(
+                ErrorCode::Internal,
+                format!("could not encode the result: {e}"),
+            )
+        })
+    })
+}
+
+/// Logs a panic inside downstream operation `id` and returns the error the
+/// script sees for it.
+fn panicked(id: u32) -> ForgeError {
+    tracing::error!(call = id, "a downstream operation panicked");
+    ForgeError::new(
+        ErrorCode::Internal,
+        "the operation failed unexpectedly inside quickforge",
+    )
+}
