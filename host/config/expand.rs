@@ -26,6 +26,55 @@ pub enum ExpandError {
 
 /// Expands `value`, reading variables through `lookup`.
 pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
+    substitute(value, |name, fallback| {
+        match (
+            lookup(name).filter(|v| !v.is_empty() || fallback.is_none()),
+            fallback,
+        ) {
+            (Some(v), _) => Ok(v),
+            (None, Some(fallback)) => Ok(fallback.to_string()),
+            (None, None) => Err(ExpandError::Unset(name.to_string())),
+        }
+    })
+}
+
+/// One `${NAME}` or `${NAME:-fallback}` in a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    /// The variable's name.
+    pub name: String,
+    /// Whether it is written with a `:-fallback`, so it may be left unset.
+    pub has_fallback: bool,
+}
+
+/// The names of the variables `value` references, for `quickforge doctor`.
+pub fn references(value: &str) -> Vec<String> {
+    references_with_fallbacks(value)
+        .into_iter()
+        .map(|r| r.name)
+        .collect()
+}
+
+/// The variables `value` references, in order, each with whether it has a
+/// fallback, for `quickforge doctor`; a malformed reference ends the list.
+pub fn references_with_fallbacks(value: &str) -> Vec<Reference> {
+    let mut found = Vec::new();
+    let _ = substitute(value, |name, fallback| {
+        found.push(Reference {
+            name: name.to_string(),
+            has_fallback: fallback.is_some(),
+        });
+        Ok(String::new())
+    });
+    found
+}
+
+/// Walks `value`, replacing each `${NAME}` or `${NAME:-fallback}` by what
+/// `resolve` returns for its name and fallback, and `$$` by `$`.
+fn substitute(
+    value: &str,
+    mut resolve: impl FnMut(&str, Option<&str>) -> Result<String, ExpandError>,
+) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(i) = rest.find('$') {
@@ -46,14 +95,7 @@ pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<St
             if !valid_name(name) {
                 return Err(ExpandError::BadName(name.to_string()));
             }
-            match (
-                lookup(name).filter(|v| !v.is_empty() || fallback.is_none()),
-                fallback,
-            ) {
-                (Some(v), _) => out.push_str(&v),
-                (None, Some(fallback)) => out.push_str(fallback),
-                (None, None) => return Err(ExpandError::Unset(name.to_string())),
-            }
+            out.push_str(&resolve(name, fallback)?);
             rest = &body[end + 1..];
         } else {
             out.push('$');
@@ -62,16 +104,6 @@ pub fn expand(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<St
     }
     out.push_str(rest);
     Ok(out)
-}
-
-/// The names of the variables `value` references, for `quickforge doctor`.
-pub fn references(value: &str) -> Vec<String> {
-    let names = std::cell::RefCell::new(Vec::new());
-    let _ = expand(value, &|name| {
-        names.borrow_mut().push(name.to_string());
-        Some(String::new())
-    });
-    names.into_inner()
 }
 
 fn valid_name(name: &str) -> bool {
@@ -134,5 +166,15 @@ mod tests {
     #[test]
     fn references_lists_every_name() {
         assert_eq!(references("${A} and ${B:-x} and $$"), vec!["A", "B"]);
+    }
+
+    #[test]
+    fn references_say_which_have_a_fallback() {
+        let refs = references_with_fallbacks("${A} ${B:-x} ${C:-}");
+        let seen: Vec<_> = refs
+            .iter()
+            .map(|r| (r.name.as_str(), r.has_fallback))
+            .collect();
+        assert_eq!(seen, vec![("A", false), ("B", true), ("C", true)]);
     }
 }

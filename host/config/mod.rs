@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-pub use expand::{ExpandError, expand, references};
+pub use expand::{ExpandError, Reference, expand, references, references_with_fallbacks};
 pub use servers::{
     DEFAULT_FAILURE_THRESHOLD, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_RESPONSE_MB,
     DEFAULT_RECOVERY_TIMEOUT_SECS, DEFAULT_REFRESH_INTERVAL_SECS, DEFAULT_SERVER_TIMEOUT_SECS,

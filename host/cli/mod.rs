@@ -1,0 +1,186 @@
+//! The `quickforge` command line.
+//!
+//! - `quickforge [serve]`: the MCP server on stdio (the default), or on
+//!   streamable HTTP with `--http`;
+//! - `quickforge run FILE|-`: one script against the configured servers;
+//! - `quickforge manifest`: what the servers offer;
+//! - `quickforge doctor`: is the configuration sound and every server reachable;
+//! - `quickforge tokens`: the context cost of quickforge against listing
+//!   every tool.
+//!
+//! Exit status: 0 on success, 1 when the script failed or doctor found a
+//! problem, 2 on usage or configuration errors. Logs and diagnostics go to
+//! stderr; stdout carries only the result or the MCP protocol.
+//!
+//! This module holds what every command shares: the clap definitions, the
+//! runtime, config loading and the start of the sandbox and gateway. Each
+//! command lives in its own file (`serve`, `run`, `manifest`, `doctor`,
+//! `tokens`), and the process's log in `logging`.
+
+mod doctor;
+mod logging;
+mod manifest;
+mod run;
+mod serve;
+mod tokens;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::Config;
+use crate::gateway::Gateway;
+use crate::sandbox::Sandbox;
+use crate::server::Shared;
+
+/// quickforge: an MCP gateway whose two tools, search and execute, run JavaScript in a WebAssembly sandbox.
+#[derive(Debug, Parser)]
+#[command(name = "quickforge", version, about)]
+struct Cli {
+    /// Configuration file (default: $FORGE_CONFIG, else ./forge.toml, else no servers).
+    #[arg(long, global = true, value_name = "PATH")]
+    config: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve MCP on stdio (the default), or on streamable HTTP with --http.
+    Serve(ServeArgs),
+    /// Run one script (a JS async arrow function) and print its result as JSON.
+    Run {
+        /// The script file, or `-` for standard input.
+        file: PathBuf,
+        /// Run in search mode: only `manifest` is available, no tool calls.
+        #[arg(long)]
+        search: bool,
+    },
+    /// Show the servers and tools quickforge reaches.
+    Manifest {
+        /// Only this server.
+        #[arg(long)]
+        server: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the configuration and every server; exit 1 when something is wrong.
+    Doctor,
+    /// Count the context tokens of quickforge's surface against listing every tool (o200k_base).
+    Tokens {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Default, clap::Args)]
+struct ServeArgs {
+    /// Serve streamable HTTP at ADDR (default 127.0.0.1:8765) on path /mcp, instead of stdio.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
+    http: Option<SocketAddr>,
+    /// Also accept this Host header (DNS-rebinding protection allows only loopback names by default).
+    #[arg(long = "allow-host", value_name = "HOST")]
+    allow_hosts: Vec<String>,
+    /// Also accept browser requests from this Origin (e.g. https://app.example.com:443).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
+}
+
+/// Exit status for usage and configuration errors.
+const EXIT_USAGE: u8 = 2;
+/// Exit status for a script that failed, or a doctor finding.
+const EXIT_FAILED: u8 = 1;
+
+/// Runs the command line and returns the process's exit status.
+pub fn main() -> ExitCode {
+    serve::no_inherited_fds();
+    logging::init_tracing();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: could not start the async runtime: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let code = runtime.block_on(async move {
+        match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
+            Command::Serve(args) => serve::serve(cli.config, args).await,
+            Command::Run { file, search } => run::run(cli.config, file, search).await,
+            Command::Manifest { server, json } => {
+                manifest::manifest(cli.config, server, json).await
+            }
+            Command::Doctor => doctor::doctor(cli.config).await,
+            Command::Tokens { json } => tokens::tokens(cli.config, json).await,
+        }
+    });
+    // Blocking reads of stdin must not hold the process open.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    code
+}
+
+/// Loads the configuration the way every command does, warning when there is
+/// none; a broken one is reported and ends the command with [`EXIT_USAGE`].
+fn load_config(path: Option<PathBuf>) -> Result<Config, ExitCode> {
+    match Config::discover(path.as_deref()) {
+        Ok(c) => {
+            if c.source.is_none() {
+                tracing::warn!(
+                    "no config file (--config, $FORGE_CONFIG or ./forge.toml): no downstream servers, default limits"
+                );
+            }
+            Ok(c)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            Err(ExitCode::from(EXIT_USAGE))
+        }
+    }
+}
+
+/// Opens the audit log, starts the sandbox and the gateway: what `serve` and
+/// `run` share before their first execution.
+async fn start(config: &Config) -> Result<Arc<Shared>, ExitCode> {
+    // Before the sandbox, which takes seconds on a cold cache: a bad path
+    // should fail at once.
+    let audit = match crate::audit::AuditLog::open(&config.audit) {
+        Ok(log) => log,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Err(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    let sandbox = match Sandbox::new(config.sandbox.clone(), config.cache_dir.clone()).await {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            eprintln!("error: could not start the sandbox: {e:#}");
+            return Err(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    Ok(Arc::new(
+        Shared::new(sandbox, Gateway::start(config), config.stash.clone())
+            .with_rate_limit(config.executions_per_minute)
+            .with_validation(config.validate)
+            .with_audit(audit),
+    ))
+}

@@ -1,0 +1,217 @@
+//! `quickforge serve`: the MCP server on stdio (the default) or on streamable
+//! HTTP, until the client leaves or a signal ends it.
+//!
+//! Also the process hygiene serving needs: inherited descriptors marked
+//! close-on-exec before anything starts, SIGINT/SIGTERM draining running
+//! executions before the session closes, and SIGHUP refreshing the manifest.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use crate::gateway::{Gateway, SERVER_GRACE};
+use crate::server::{ForgeServer, Shared};
+
+use super::{EXIT_FAILED, EXIT_USAGE, ServeArgs, load_config, start};
+
+/// Runs `quickforge serve`: the MCP server until the client leaves or a
+/// signal ends it, then the downstream servers are closed.
+pub(super) async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode {
+    let config = match load_config(config) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if let Some(addr) = args.http
+        && !addr.ip().is_loopback()
+        && args.allow_hosts.is_empty()
+    {
+        eprintln!(
+            "error: --http {addr} is not a loopback address; name the Host header clients will use with --allow-host (DNS-rebinding protection)"
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let shared = match start(&config).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let gateway = shared.gateway.clone();
+    tokio::spawn(refresh_on_sighup(gateway.clone()));
+    let code = match args.http {
+        None => serve_stdio(shared).await,
+        Some(addr) => serve_http(shared, addr, args.allow_hosts, args.allow_origins).await,
+    };
+    gateway.close(SERVER_GRACE).await;
+    code
+}
+
+/// How long the stdio session may take to write its last answers once it is
+/// cancelled. Answers are small and local; two seconds is ample and bounds
+/// the exit.
+const SESSION_CLOSE: std::time::Duration = std::time::Duration::from_secs(2);
+
+async fn serve_stdio(shared: Arc<Shared>) -> ExitCode {
+    use rmcp::ServiceExt;
+    // Requests read before stdin ends are answered before the session ends.
+    let stdio = rmcp::transport::IntoTransport::<rmcp::RoleServer, _, _>::into_transport(
+        rmcp::transport::stdio(),
+    );
+    let transport = crate::stdio::AnswerBeforeEnd::new(stdio, shared.drain_grace());
+    let running = match ForgeServer::new(shared.clone()).serve(transport).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!("the MCP client went away before initializing: {e}");
+            return ExitCode::SUCCESS;
+        }
+    };
+    let cancel = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    tokio::select! {
+        r = &mut waiting => {
+            tracing::info!("MCP client closed the session: {r:?}");
+        }
+        _ = terminated() => {
+            // Take no new work, let running scripts finish within the
+            // grace period, then end the session. rmcp writes the answers of
+            // finished handlers before its session task ends, so wait for it.
+            tracing::info!("terminating: letting running executions finish");
+            shared.drain().await;
+            cancel.cancel();
+            if tokio::time::timeout(SESSION_CLOSE, &mut waiting).await.is_err() {
+                tracing::warn!("the MCP session did not close within {SESSION_CLOSE:?}");
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+async fn serve_http(
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    hosts: Vec<String>,
+    origins: Vec<String>,
+) -> ExitCode {
+    use rmcp::transport::StreamableHttpService;
+    use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: could not listen on {addr}: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let local = listener.local_addr().unwrap_or(addr);
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let mut allowed_hosts = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+    allowed_hosts.extend(hosts);
+    let mut allowed_origins = vec![
+        "http://localhost:*".to_string(),
+        "http://127.0.0.1:*".into(),
+        "http://[::1]:*".into(),
+    ];
+    allowed_origins.extend(origins);
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(allowed_hosts)
+        .with_allowed_origins(allowed_origins)
+        .with_cancellation_token(shutdown.child_token());
+    let factory_shared = shared.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(ForgeServer::new(factory_shared.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    // The one line on stdout in HTTP mode: where to connect. Tests and
+    // scripts read it to learn the port when ADDR asked for port 0.
+    println!("quickforge listening on http://{local}/mcp");
+    let _ = std::io::stdout().flush();
+    let stop = shutdown.clone();
+    let drain = shared.clone();
+    let result = axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            terminated().await;
+            drain.drain().await;
+            stop.cancel();
+        })
+        .await;
+    shutdown.cancel();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: the HTTP server failed: {e}");
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+/// Marks every file descriptor above stderr that this process inherited
+/// close-on-exec, before any thread or child exists, so downstream servers
+/// inherit nothing but their three pipes (descriptors the gateway opens
+/// itself are close-on-exec already).
+pub(super) fn no_inherited_fds() {
+    #[cfg(unix)]
+    {
+        let fds: Vec<i32> =
+            match std::fs::read_dir("/proc/self/fd").or_else(|_| std::fs::read_dir("/dev/fd")) {
+                Ok(dir) => dir
+                    .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                    .filter(|&fd| fd > 2)
+                    .collect(),
+                Err(_) => (3..1024).collect(),
+            };
+        for fd in fds {
+            // SAFETY: fcntl on a descriptor number; an invalid one (e.g. the
+            // directory listing's own, now closed) just fails with EBADF.
+            unsafe {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+                    libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+                }
+            }
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Lists every server's tools again on SIGHUP.
+async fn refresh_on_sighup(gateway: Arc<Gateway>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut hup) = signal(SignalKind::hangup()) else {
+            return;
+        };
+        while hup.recv().await.is_some() {
+            tracing::info!("SIGHUP: refreshing the manifest");
+            gateway.refresh_all();
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = gateway;
+}
