@@ -6,6 +6,7 @@
 //! tools changed; every execution takes one snapshot ([`Snapshot`]) and sees
 //! exactly that state from start to end, never a torn mix.
 
+pub mod listing;
 pub mod sanitize;
 mod search;
 mod typescript;

@@ -1,0 +1,108 @@
+//! The route step of the call pipeline for live servers: a call's server
+//! and tool in the execution's manifest snapshot, its arguments against the
+//! tool's `inputSchema`, the server's live session and guards.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::downstream::{self, Connection};
+use super::{Gateway, Server};
+use crate::call::{BoxFuture, Route, Servers, Target};
+use crate::error::{ErrorCode, ForgeError};
+use crate::manifest::{Lookup, Manifest, ServerStatus};
+
+/// Routes one execution's calls (the pipeline's route step, see
+/// [`crate::call`]) over the manifest snapshot the execution started with.
+pub struct Router {
+    pub(super) gateway: Arc<Gateway>,
+    pub(super) manifest: Arc<Manifest>,
+}
+
+impl Router {
+    /// `server`'s guards and live session, or `SERVER_UNAVAILABLE` with the
+    /// reason its manifest entry gives.
+    fn live(&self, server: &str) -> Result<(Arc<Server>, Arc<Connection>), ForgeError> {
+        let entry = self.manifest.require_server(server)?;
+        let s = self
+            .gateway
+            .server(server)
+            .ok_or_else(|| ForgeError::server_not_found(server))?;
+        match s.connection() {
+            Some(c) => Ok((s.clone(), c)),
+            None => {
+                let why = match &entry.status {
+                    ServerStatus::Unavailable(why) => format!(": {why}"),
+                    _ => String::new(),
+                };
+                Err(ForgeError::new(ErrorCode::ServerUnavailable, format!("server {server:?} is not connected{why}"))
+                    .suggest("the gateway reconnects in the background; check manifest.servers for its status and retry later"))
+            }
+        }
+    }
+
+    /// The route to `server`'s live session, whose request `send` makes
+    /// (given the connection, the server's name and its timeout).
+    fn to_server(
+        &self,
+        server: &str,
+        send: impl FnOnce(Arc<Connection>, String, Duration) -> BoxFuture<Result<Value, ForgeError>>
+        + Send
+        + 'static,
+    ) -> Result<Route, ForgeError> {
+        let (s, conn) = self.live(server)?;
+        let (server, timeout) = (server.to_string(), s.config.timeout);
+        Ok(Route {
+            denied: None,
+            guards: Some(s.guards.clone()),
+            send: Box::new(move || send(conn, server, timeout)),
+        })
+    }
+}
+
+impl Servers for Router {
+    fn route(&self, target: Target<'_>) -> Result<Route, ForgeError> {
+        match target {
+            Target::Tool { server, tool, args } => {
+                let args = Value::Object(args);
+                match self.manifest.lookup_tool(server, tool)? {
+                    Lookup::Found(_, t) => t.validate(server, &args)?,
+                    Lookup::Denied(why) => {
+                        return Ok(Route {
+                            denied: Some(why.to_string()),
+                            guards: None,
+                            send: Box::new(|| Box::pin(async { Err(never_sent()) })),
+                        });
+                    }
+                }
+                let Value::Object(args) = args else {
+                    unreachable!("built as an object above")
+                };
+                let tool = tool.to_string();
+                self.to_server(server, move |conn, server, timeout| {
+                    Box::pin(async move {
+                        downstream::call_tool(&conn, &server, &tool, args, timeout).await
+                    })
+                })
+            }
+            Target::Resource { server, uri } => {
+                let uri = uri.to_string();
+                self.to_server(server, move |conn, server, timeout| {
+                    Box::pin(async move {
+                        downstream::read_resource(&conn, &server, &uri, timeout).await
+                    })
+                })
+            }
+        }
+    }
+}
+
+/// The error of a request the pipeline sent although its route said the
+/// policy refuses it: a pipeline bug, never seen by a working gateway.
+fn never_sent() -> ForgeError {
+    ForgeError::new(
+        ErrorCode::Internal,
+        "a refused call reached its server; this is a bug in quickforge",
+    )
+}
