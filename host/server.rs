@@ -64,8 +64,10 @@ pub fn tools() -> Vec<Tool> {
     vec![search, execute]
 }
 
-/// Everything sessions share.
-pub struct Shared {
+/// What runs executions for every session: the sandbox, the gateway, the
+/// gate in front of them (shutdown, `max_executions_per_minute`, the
+/// validator) and the audit log. One per process, shared by all sessions.
+pub struct Executor {
     /// The sandbox.
     pub sandbox: Arc<Sandbox>,
     /// Downstream servers and the manifest.
@@ -83,10 +85,16 @@ pub struct Shared {
     pub audit: Option<Arc<crate::audit::AuditLog>>,
 }
 
-impl Shared {
-    /// Everything sessions share.
-    pub fn new(sandbox: Arc<Sandbox>, gateway: Arc<Gateway>, stash_limits: StashLimits) -> Shared {
-        Shared {
+impl Executor {
+    /// An executor over `sandbox` and `gateway`, whose sessions' stashes are
+    /// bounded by `stash_limits`; validating, with no rate limit and no
+    /// audit log until the `with_*` methods say otherwise.
+    pub fn new(
+        sandbox: Arc<Sandbox>,
+        gateway: Arc<Gateway>,
+        stash_limits: StashLimits,
+    ) -> Executor {
+        Executor {
             sandbox,
             gateway,
             stash_limits,
@@ -98,20 +106,20 @@ impl Shared {
     }
 
     /// Records every execution in `log`.
-    pub fn with_audit(mut self, log: Option<crate::audit::AuditLog>) -> Shared {
+    pub fn with_audit(mut self, log: Option<crate::audit::AuditLog>) -> Executor {
         self.audit = log.map(Arc::new);
         self
     }
 
     /// Turns the static validator on or off. Off, the sandbox's own
     /// hardening is the only layer; it is meant for testing that layer.
-    pub fn with_validation(mut self, on: bool) -> Shared {
+    pub fn with_validation(mut self, on: bool) -> Executor {
         self.validate = on;
         self
     }
 
     /// Limits executions to `per_minute` across all sessions.
-    pub fn with_rate_limit(mut self, per_minute: Option<std::num::NonZeroU32>) -> Shared {
+    pub fn with_rate_limit(mut self, per_minute: Option<std::num::NonZeroU32>) -> Executor {
         self.rate = per_minute
             .map(|n| crate::policy::RateLimit::new(n, "sandbox.max_executions_per_minute"));
         self
@@ -127,7 +135,7 @@ impl Shared {
     }
 
     /// Stops taking executions and waits for the running ones, at most
-    /// [`Shared::drain_grace`].
+    /// [`Executor::drain_grace`].
     pub async fn drain(&self) {
         self.running.close();
         let grace = self.drain_grace();
@@ -146,7 +154,7 @@ impl Shared {
 /// One client session.
 #[derive(Clone)]
 pub struct ForgeServer {
-    shared: Arc<Shared>,
+    executor: Arc<Executor>,
     stash: Arc<Stash>,
     /// Random; names the session in the audit log.
     session: Arc<str>,
@@ -154,10 +162,10 @@ pub struct ForgeServer {
 
 impl ForgeServer {
     /// A new session with an empty stash.
-    pub fn new(shared: Arc<Shared>) -> ForgeServer {
-        let stash = Arc::new(Stash::new(shared.stash_limits.clone()));
+    pub fn new(executor: Arc<Executor>) -> ForgeServer {
+        let stash = Arc::new(Stash::new(executor.stash_limits.clone()));
         ForgeServer {
-            shared,
+            executor,
             stash,
             session: crate::audit::random_id(8).into(),
         }
@@ -166,7 +174,7 @@ impl ForgeServer {
     /// Runs `code` in `mode` for this session, and records it in the audit
     /// log, if there is one.
     pub async fn run(&self, mode: Mode, code: &str) -> Report {
-        let Some(audit) = &self.shared.audit else {
+        let Some(audit) = &self.executor.audit else {
             return self.admit(mode, code, None).await;
         };
         let mut audited = Audited {
@@ -193,13 +201,13 @@ impl ForgeServer {
         code: &str,
         trail: Option<crate::audit::SharedTrail>,
     ) -> Report {
-        if self.shared.running.is_closed() {
+        if self.executor.running.is_closed() {
             return Report::refused(crate::error::ExecutionError::new(
                 crate::error::ErrorKind::Busy,
                 "the gateway is shutting down and takes no new executions",
             ));
         }
-        if let Some(Err(e)) = self.shared.rate.as_ref().map(|r| r.take()) {
+        if let Some(Err(e)) = self.executor.rate.as_ref().map(|r| r.take()) {
             let mut err = crate::error::ExecutionError::new(
                 crate::error::ErrorKind::RateLimited,
                 e.message.clone(),
@@ -207,7 +215,7 @@ impl ForgeServer {
             err.forge = Some(e);
             return Report::refused(err);
         }
-        self.shared
+        self.executor
             .running
             .track_future(self.run_now(mode, code, trail))
             .await
@@ -220,7 +228,7 @@ impl ForgeServer {
         trail: Option<crate::audit::SharedTrail>,
     ) -> Report {
         // Oversized code is the sandbox's to refuse, without parsing it.
-        if self.shared.validate && code.len() <= self.shared.sandbox.limits().max_code_size {
+        if self.executor.validate && code.len() <= self.executor.sandbox.limits().max_code_size {
             let verdict = crate::validate::validate_async(
                 code.to_string(),
                 crate::validate::ValidatorLimits::default(),
@@ -244,7 +252,7 @@ impl ForgeServer {
                 return Report::refused(crate::error::ExecutionError::new(kind, message));
             }
         }
-        let gateway = &self.shared.gateway;
+        let gateway = &self.executor.gateway;
         gateway.wait_started(STARTUP_WAIT).await;
         let snapshot = gateway.snapshot();
         let cx = ExecutionContext {
@@ -253,7 +261,7 @@ impl ForgeServer {
             stash: self.stash.clone(),
             audit: trail,
         };
-        self.shared.sandbox.run(mode, code, cx).await
+        self.executor.sandbox.run(mode, code, cx).await
     }
 }
 

@@ -121,7 +121,9 @@ pub(super) async fn doctor(config_path: Option<PathBuf>) -> ExitCode {
             let started = Instant::now();
             let gateway = Gateway::start(&one);
             gateway
-                .wait_started(server.timeout.max(Duration::from_secs(10)) + Duration::from_secs(1))
+                .wait_started(
+                    server.timeout.max(crate::gateway::MIN_CONNECT_TIME) + Duration::from_secs(1),
+                )
                 .await;
             let elapsed = started.elapsed();
             let manifest = gateway.manifest();

@@ -35,7 +35,7 @@ use clap::{Parser, Subcommand};
 use crate::config::Config;
 use crate::gateway::Gateway;
 use crate::sandbox::Sandbox;
-use crate::server::Shared;
+use crate::server::Executor;
 
 /// quickforge: an MCP gateway whose two tools, search and execute, run JavaScript in a WebAssembly sandbox.
 #[derive(Debug, Parser)]
@@ -160,7 +160,7 @@ fn load_config(path: Option<PathBuf>) -> Result<Config, ExitCode> {
 
 /// Opens the audit log, starts the sandbox and the gateway: what `serve` and
 /// `run` share before their first execution.
-async fn start(config: &Config) -> Result<Arc<Shared>, ExitCode> {
+async fn start(config: &Config) -> Result<Arc<Executor>, ExitCode> {
     // Before the sandbox, which takes seconds on a cold cache: a bad path
     // should fail at once.
     let audit = match crate::audit::AuditLog::open(&config.audit) {
@@ -178,7 +178,7 @@ async fn start(config: &Config) -> Result<Arc<Shared>, ExitCode> {
         }
     };
     Ok(Arc::new(
-        Shared::new(sandbox, Gateway::start(config), config.stash.clone())
+        Executor::new(sandbox, Gateway::start(config), config.stash.clone())
             .with_rate_limit(config.executions_per_minute)
             .with_validation(config.validate)
             .with_audit(audit),

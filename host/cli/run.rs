@@ -24,14 +24,14 @@ pub(super) async fn run(config: Option<PathBuf>, file: PathBuf, search: bool) ->
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let shared = match start(&config).await {
+    let executor = match start(&config).await {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let session = ForgeServer::new(shared.clone());
+    let session = ForgeServer::new(executor.clone());
     let mode = if search { Mode::Search } else { Mode::Execute };
     let report = session.run(mode, &code).await;
-    shared.gateway.close(SERVER_GRACE).await;
+    executor.gateway.close(SERVER_GRACE).await;
 
     let mut err = std::io::stderr().lock();
     for line in &report.logs {

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use crate::gateway::{Gateway, SERVER_GRACE};
-use crate::server::{ForgeServer, Shared};
+use crate::server::{Executor, ForgeServer};
 
 use super::{EXIT_FAILED, EXIT_USAGE, ServeArgs, load_config, start};
 
@@ -32,15 +32,15 @@ pub(super) async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode 
         );
         return ExitCode::from(EXIT_USAGE);
     }
-    let shared = match start(&config).await {
+    let executor = match start(&config).await {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let gateway = shared.gateway.clone();
+    let gateway = executor.gateway.clone();
     tokio::spawn(refresh_on_sighup(gateway.clone()));
     let code = match args.http {
-        None => serve_stdio(shared).await,
-        Some(addr) => serve_http(shared, addr, args.allow_hosts, args.allow_origins).await,
+        None => serve_stdio(executor).await,
+        Some(addr) => serve_http(executor, addr, args.allow_hosts, args.allow_origins).await,
     };
     gateway.close(SERVER_GRACE).await;
     code
@@ -51,14 +51,14 @@ pub(super) async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode 
 /// the exit.
 const SESSION_CLOSE: std::time::Duration = std::time::Duration::from_secs(2);
 
-async fn serve_stdio(shared: Arc<Shared>) -> ExitCode {
+async fn serve_stdio(executor: Arc<Executor>) -> ExitCode {
     use rmcp::ServiceExt;
     // Requests read before stdin ends are answered before the session ends.
     let stdio = rmcp::transport::IntoTransport::<rmcp::RoleServer, _, _>::into_transport(
         rmcp::transport::stdio(),
     );
-    let transport = crate::stdio::AnswerBeforeEnd::new(stdio, shared.drain_grace());
-    let running = match ForgeServer::new(shared.clone()).serve(transport).await {
+    let transport = crate::stdio::AnswerBeforeEnd::new(stdio, executor.drain_grace());
+    let running = match ForgeServer::new(executor.clone()).serve(transport).await {
         Ok(r) => r,
         Err(e) => {
             tracing::warn!("the MCP client went away before initializing: {e}");
@@ -77,7 +77,7 @@ async fn serve_stdio(shared: Arc<Shared>) -> ExitCode {
             // grace period, then end the session. rmcp writes the answers of
             // finished handlers before its session task ends, so wait for it.
             tracing::info!("terminating: letting running executions finish");
-            shared.drain().await;
+            executor.drain().await;
             cancel.cancel();
             if tokio::time::timeout(SESSION_CLOSE, &mut waiting).await.is_err() {
                 tracing::warn!("the MCP session did not close within {SESSION_CLOSE:?}");
@@ -88,7 +88,7 @@ async fn serve_stdio(shared: Arc<Shared>) -> ExitCode {
 }
 
 async fn serve_http(
-    shared: Arc<Shared>,
+    executor: Arc<Executor>,
     addr: SocketAddr,
     hosts: Vec<String>,
     origins: Vec<String>,
@@ -118,7 +118,7 @@ async fn serve_http(
         .with_allowed_hosts(allowed_hosts)
         .with_allowed_origins(allowed_origins)
         .with_cancellation_token(shutdown.child_token());
-    let factory_shared = shared.clone();
+    let factory_shared = executor.clone();
     let service = StreamableHttpService::new(
         move || Ok(ForgeServer::new(factory_shared.clone())),
         Arc::new(LocalSessionManager::default()),
@@ -130,7 +130,7 @@ async fn serve_http(
     println!("quickforge listening on http://{local}/mcp");
     let _ = std::io::stdout().flush();
     let stop = shutdown.clone();
-    let drain = shared.clone();
+    let drain = executor.clone();
     let result = axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             terminated().await;

@@ -172,9 +172,10 @@ pub fn is_loopback(url: &reqwest::Url) -> bool {
 pub struct GroupConfig {
     /// The group's name.
     pub name: String,
-    /// Its servers.
+    /// The servers in it, by name; a server is in at most one group.
     pub servers: Vec<String>,
-    /// Its isolation.
+    /// Whether the first call into it locks an execution to it (`strict`,
+    /// the default) or the group is a label (`open`).
     pub isolation: Isolation,
 }
 

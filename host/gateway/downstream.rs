@@ -75,12 +75,12 @@ pub const MAX_STDERR_LINE: usize = 4096;
 /// server flooding `list_changed` notifications costs one entry and one
 /// listing per refresh round, never a growing backlog.
 #[derive(Debug, Default)]
-pub struct RefreshQueue {
+pub struct RefreshSet {
     due: std::sync::Mutex<std::collections::BTreeSet<String>>,
     notify: tokio::sync::Notify,
 }
 
-impl RefreshQueue {
+impl RefreshSet {
     /// Marks `server` for a refresh.
     pub fn push(&self, server: &str) {
         let mut due = self.due.lock().unwrap_or_else(|p| p.into_inner());
@@ -109,7 +109,7 @@ impl RefreshQueue {
 #[derive(Clone)]
 pub struct Handler {
     server: Arc<str>,
-    refresh: Arc<RefreshQueue>,
+    refresh: Arc<RefreshSet>,
 }
 
 impl ClientHandler for Handler {
@@ -231,7 +231,7 @@ impl ChildGuard {
 /// Connects to `config`'s server and completes the MCP handshake.
 pub async fn connect(
     config: &ServerConfig,
-    refresh: Arc<RefreshQueue>,
+    refresh: Arc<RefreshSet>,
 ) -> Result<Connection, String> {
     let handler = Handler {
         server: config.name.as_str().into(),
@@ -360,6 +360,11 @@ fn finish(
     }
 }
 
+/// Longest a TCP and TLS connect to an HTTP server may take: far above a
+/// healthy connect (milliseconds), short enough that an unreachable host
+/// fails the attempt well inside the supervisor's connect window.
+const HTTP_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The HTTP client for downstream servers: rustls with the ring provider,
 /// installed once per process.
 fn http_client() -> Result<reqwest::Client, String> {
@@ -368,7 +373,7 @@ fn http_client() -> Result<reqwest::Client, String> {
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
     reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
+        .connect_timeout(HTTP_CONNECT_TIMEOUT)
         // A redirect could carry the configured credentials to another
         // host; MCP endpoints have no reason to redirect.
         .redirect(reqwest::redirect::Policy::none())

@@ -33,9 +33,9 @@ use crate::config::{Config, ServerConfig};
 use crate::manifest::{Manifest, ServerEntry, ServerStatus, Snapshot};
 use crate::policy::{RateLimit, ServerGroup};
 
-pub use downstream::{Connection, RefreshQueue};
+pub use downstream::{Connection, RefreshSet};
 pub use router::Router;
-pub use supervise::{MAX_BACKOFF, MAX_PARALLEL_CONNECTS, MIN_BACKOFF};
+pub use supervise::{MAX_BACKOFF, MAX_PARALLEL_CONNECTS, MIN_BACKOFF, MIN_CONNECT_TIME};
 
 /// How long a stdio server gets to exit after its stdin closes at
 /// shutdown before its process group is killed.
@@ -47,7 +47,7 @@ pub const STARTUP_WAIT: Duration = Duration::from_secs(30);
 
 /// One configured server and its current session.
 pub struct Server {
-    /// Its configuration.
+    /// Its `[servers.NAME]` section, validated.
     pub config: ServerConfig,
     conn: ArcSwapOption<Connection>,
     /// Its guards in the call pipeline: group, rate limit, circuit breaker,
@@ -88,7 +88,7 @@ impl Server {
 pub struct Gateway {
     servers: BTreeMap<String, Arc<Server>>,
     manifest: ArcSwap<Manifest>,
-    refresh: Arc<RefreshQueue>,
+    refresh: Arc<RefreshSet>,
     /// Servers still in their first connection attempt.
     pending: watch::Sender<usize>,
     /// Set once `pending` reached zero: executions after start-up skip the
@@ -100,7 +100,7 @@ pub struct Gateway {
 impl Gateway {
     /// Starts connecting to every server in `config` and returns at once.
     pub fn start(config: &Config) -> Arc<Gateway> {
-        let refresh = Arc::new(RefreshQueue::default());
+        let refresh = Arc::new(RefreshSet::default());
         let servers: BTreeMap<String, Arc<Server>> = config
             .servers
             .iter()

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::downstream::{self, RefreshQueue};
+use super::downstream::{self, RefreshSet};
 use super::{Gateway, Server};
 
 /// Servers connecting at once. Each stdio server is a process start (often
@@ -28,7 +28,7 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// handshake) gets, whatever the server's `timeout_secs`: `npx` fetching a
 /// package on a cold cache takes several seconds, and a call timeout of one
 /// second must not make a server unreachable.
-const MIN_CONNECT_TIME: Duration = Duration::from_secs(10);
+pub const MIN_CONNECT_TIME: Duration = Duration::from_secs(10);
 
 /// Connects `server`, keeps it connected, and reconnects after failures.
 pub(super) async fn supervise(
@@ -123,7 +123,7 @@ fn jitter(base: Duration) -> Duration {
 /// configured interval.
 pub(super) async fn refresher(
     gateway: std::sync::Weak<Gateway>,
-    refresh: Arc<RefreshQueue>,
+    refresh: Arc<RefreshSet>,
     interval: Option<Duration>,
     shutdown: CancellationToken,
 ) {

@@ -219,7 +219,7 @@ impl ToolEntry {
 pub struct ResourceEntry {
     /// Its URI, the argument of `forge.readResource`.
     pub uri: String,
-    /// Its name.
+    /// The name the server gives it, for people; the URI identifies it.
     pub name: String,
     /// What it holds.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -15,7 +15,7 @@ use anyhow::Context as _;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store};
 
-use super::{ExecutionContext, Mode, SandboxLimits, State};
+use super::{ExecutionContext, ExecutionState, Mode, SandboxLimits};
 
 /// The guest component built by `build.rs` (from source, or `guest/dist/`).
 pub const GUEST_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest.wasm"));
@@ -56,7 +56,7 @@ impl CacheDir {
 /// (and stores it, if there is a cache).
 pub async fn load(
     engine: &Engine,
-    linker: &Linker<State>,
+    linker: &Linker<ExecutionState>,
     cache: CacheDir,
 ) -> anyhow::Result<Component> {
     let path = cache
@@ -92,11 +92,11 @@ pub async fn load(
 
 /// Runs the guest's `wizer-initialize` (QuickJS runtime, contexts, prelude)
 /// and returns the snapshot of the initialized component.
-async fn snapshot(engine: &Engine, linker: &Linker<State>) -> anyhow::Result<Vec<u8>> {
+async fn snapshot(engine: &Engine, linker: &Linker<ExecutionState>) -> anyhow::Result<Vec<u8>> {
     let limits = SandboxLimits::default();
     let mut store = Store::new(
         engine,
-        State::new(Mode::Search, ExecutionContext::default(), &limits),
+        ExecutionState::new(Mode::Search, ExecutionContext::default(), &limits),
     );
     store.set_fuel(u64::MAX).map_err(anyhow::Error::from)?;
     let mut wizer = wasmtime_wizer::Wizer::new();

@@ -101,12 +101,11 @@ pub enum LogLevel {
     Error,
 }
 
-/// One captured line of script output.
+/// One captured line of script output: its severity and its text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[expect(missing_docs, reason = "the fields are what the type's doc names")]
 pub struct LogLine {
-    /// Its severity.
     pub level: LogLevel,
-    /// Its text.
     pub message: String,
 }
 
@@ -158,7 +157,7 @@ fn serialize_result<S: serde::Serializer>(
 /// every execution.
 pub struct Sandbox {
     engine: Engine,
-    pre: bindings::SandboxPre<State>,
+    pre: bindings::SandboxPre<ExecutionState>,
     limits: SandboxLimits,
     slots: Arc<Semaphore>,
 }
@@ -178,12 +177,12 @@ impl Sandbox {
             "max_concurrent must be at least 1"
         );
         let engine = Engine::new(&engine_config(&limits)).map_err(anyhow::Error::from)?;
-        let mut linker = Linker::<State>::new(&engine);
+        let mut linker = Linker::<ExecutionState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
-        bindings::Sandbox::add_to_linker::<State, wasmtime::component::HasSelf<State>>(
-            &mut linker,
-            |s| s,
-        )
+        bindings::Sandbox::add_to_linker::<
+            ExecutionState,
+            wasmtime::component::HasSelf<ExecutionState>,
+        >(&mut linker, |s| s)
         .map_err(anyhow::Error::from)?;
         let component = artifact::load(&engine, &linker, cache).await?;
         let pre = linker
@@ -304,8 +303,8 @@ impl Sandbox {
         }
     }
 
-    fn store(&self, mode: Mode, cx: ExecutionContext) -> Store<State> {
-        let state = State::new(mode, cx, &self.limits);
+    fn store(&self, mode: Mode, cx: ExecutionContext) -> Store<ExecutionState> {
+        let state = ExecutionState::new(mode, cx, &self.limits);
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.memory);
         store
@@ -428,7 +427,9 @@ const MAX_CODE: usize = 256;
 /// it does not carry data (a thrown 20 MB string would otherwise bypass
 /// `max_output_size`).
 const MAX_MESSAGE: usize = 4 * 1024;
-/// Longest stack handed to the client, in bytes.
+/// Longest stack handed to the client, in bytes: twice a message, room for
+/// the few dozen frames that locate a failure in a script; deeper stacks
+/// (a recursion's thousands of frames) repeat themselves and cost context.
 const MAX_STACK: usize = 8 * 1024;
 
 fn bounded(text: String, max: usize) -> String {
@@ -507,7 +508,7 @@ impl ResourceLimiter for MemoryLimiter {
 type Completed = (u32, Result<String, ForgeError>);
 
 /// The data of one execution's `Store`.
-struct State {
+struct ExecutionState {
     wasi: WasiCtx,
     table: ResourceTable,
     memory: MemoryLimiter,
@@ -525,13 +526,13 @@ struct State {
     max_log_bytes: usize,
 }
 
-impl State {
+impl ExecutionState {
     fn new(mode: Mode, cx: ExecutionContext, limits: &SandboxLimits) -> Self {
         let call_limits = CallLimits {
             max_calls: limits.max_tool_calls,
             max_args_size: limits.max_args_size,
         };
-        State {
+        ExecutionState {
             // No preopens, no env, no args, closed stdio, every socket denied:
             // WASI is linked only because the guest's libc imports it.
             wasi: WasiCtx::builder().build(),
@@ -551,7 +552,7 @@ impl State {
     }
 }
 
-impl WasiView for State {
+impl WasiView for ExecutionState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
             ctx: &mut self.wasi,

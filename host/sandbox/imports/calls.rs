@@ -2,10 +2,10 @@
 
 use futures_util::StreamExt as _;
 
-use super::super::State;
+use super::super::ExecutionState;
 use super::super::bindings::quickforge::sandbox::calls::{Completion, Host};
 
-impl Host for State {
+impl Host for ExecutionState {
     async fn next_completion(&mut self) -> Option<Completion> {
         let (id, outcome) = self.calls.next().await?;
         Some(Completion {

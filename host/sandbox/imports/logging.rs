@@ -3,9 +3,9 @@
 
 use super::super::bindings::quickforge::sandbox::logging::Host;
 use super::super::bindings::quickforge::sandbox::types::LogLevel as WitLevel;
-use super::super::{LogLevel, LogLine, State};
+use super::super::{ExecutionState, LogLevel, LogLine};
 
-impl Host for State {
+impl Host for ExecutionState {
     fn log(&mut self, level: WitLevel, message: String) -> wasmtime::Result<()> {
         if self.logs.len() >= self.max_log_lines
             || self.log_bytes + message.len() > self.max_log_bytes

@@ -1,9 +1,9 @@
 //! `manifest`: read-only queries, answered from the execution's manifest view.
 
-use super::super::State;
+use super::super::ExecutionState;
 use super::super::bindings::quickforge::sandbox::{manifest::Host, types::ForgeError as WitError};
 
-impl Host for State {
+impl Host for ExecutionState {
     fn servers(&mut self) -> wasmtime::Result<String> {
         Ok(self.pipeline.manifest().servers().to_string())
     }

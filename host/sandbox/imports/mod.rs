@@ -17,12 +17,12 @@ mod tools;
 
 use std::panic::AssertUnwindSafe;
 
-use super::State;
+use super::ExecutionState;
 use super::bindings::quickforge::sandbox::types as wit;
 use crate::call::{Op, Reply, Started};
 use crate::error::{Code, ErrorCode, ForgeError};
 
-impl wit::Host for State {}
+impl wit::Host for ExecutionState {}
 
 /// The WIT enum and [`ErrorCode`] name the same cases: both conversions
 /// are exhaustive matches, so a case missing on either side does not
@@ -85,7 +85,7 @@ impl From<ForgeError> for wit::ForgeError {
     }
 }
 
-impl State {
+impl ExecutionState {
     /// Starts `op` through the pipeline. A panic inside it fails this
     /// operation alone.
     fn start(&mut self, op: Op<'_>) -> Result<Started, ForgeError> {

@@ -1,10 +1,10 @@
 //! `resources`: starting resource reads.
 
-use super::super::State;
+use super::super::ExecutionState;
 use super::super::bindings::quickforge::sandbox::{resources::Host, types::ForgeError as WitError};
 use crate::call::Op;
 
-impl Host for State {
+impl Host for ExecutionState {
     fn start_read(
         &mut self,
         server: String,

@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use super::super::State;
+use super::super::ExecutionState;
 use super::super::bindings::quickforge::sandbox::{stash::Host, types::ForgeError as WitError};
 use crate::call::{Op, Reply};
 
-impl Host for State {
+impl Host for ExecutionState {
     fn put(
         &mut self,
         key: String,
