@@ -2,44 +2,56 @@
 //! `execute`, and runs the JavaScript they carry in QuickJS compiled to a
 //! WebAssembly component, inside Wasmtime, under hard limits.
 //!
-//! - [`sandbox`] — the engine, the guest component and one execution;
-//! - [`gateway`] — downstream sessions, the live manifest, routing;
-//! - [`manifest`] — the model scripts query, search, TypeScript rendering;
-//! - [`call`] — the one pipeline every tool call, resource read and stash
-//!   operation passes, in a written order;
-//! - [`stash`] — the per-session key-value store;
-//! - [`policy`] — tool policy, strict server groups, rate limits;
-//! - [`redact`] — secrets out of every error text and log line;
-//! - [`audit`] — one JSON line per execution, for investigation;
-//! - [`config`] — forge.toml;
-//! - [`error`] — the typed failures;
-//! - [`suggest`] — did-you-mean for misspelled names;
-//! - [`server`] — the MCP server: search, execute, instructions;
-//! - [`tokens`] — the context cost, counted;
-//! - [`validate`] — the static check of a script before it runs;
-//! - [`cli`] — the `quickforge` command.
+//! The modules, private; what the binary, the tests and the benchmarks use
+//! is re-exported below.
+//!
+//! - `cli` — the `quickforge` command, one file per subcommand ([`main`]);
+//! - `config` — forge.toml, parsed strictly and validated ([`Config`]);
+//! - `server` — the MCP server: search, execute, instructions;
+//!   `stdio` — answering every request read before stdin closes;
+//! - `validate` — the static check of a script before it runs;
+//! - `sandbox` — the engine, the guest component and one execution
+//!   ([`Sandbox`]);
+//! - `call` — the one pipeline every tool call, resource read and stash
+//!   operation passes, in a written order ([`Servers`] is its route step);
+//! - `gateway` — downstream sessions, supervision, the live manifest, the
+//!   route step for live servers;
+//! - `manifest` — the model scripts query, search, TypeScript rendering;
+//! - `policy` — tool policy, strict server groups, rate limits;
+//! - `stash` — the per-session key-value store;
+//! - `audit` — one JSON line per execution, for investigation;
+//! - `redact` — secrets out of every error text and log line;
+//! - `error` — the typed failures and the one vocabulary of codes;
+//! - `suggest` — did-you-mean for misspelled names;
+//! - `tokens` — the context cost, counted;
+//! - `guest_json` — JSON text from the guest.
 
-pub mod audit;
-pub mod call;
-pub mod cli;
-pub mod config;
-pub mod error;
-pub mod gateway;
+mod audit;
+mod call;
+mod cli;
+mod config;
+mod error;
+mod gateway;
 mod guest_json;
-pub mod manifest;
-pub mod policy;
-pub mod redact;
-pub mod sandbox;
-pub mod server;
-pub mod stash;
-pub mod stdio;
-pub mod suggest;
-pub mod tokens;
-pub mod validate;
+mod manifest;
+mod policy;
+mod redact;
+mod sandbox;
+mod server;
+mod stash;
+mod stdio;
+mod suggest;
+mod tokens;
+mod validate;
 
+pub use audit::Trail;
 pub use call::{BoxFuture, ExecutionContext, Mode, NoServers, Route, Servers, Target};
-pub use config::{Config, ConfigError};
+pub use cli::main;
+pub use config::{Config, ConfigError, Isolation, Transport};
 pub use error::{Code, ErrorCode, ErrorKind, ExecutionError, ForgeError};
 pub use manifest::ManifestView;
-pub use sandbox::{CacheDir, LogLevel, LogLine, Report, Sandbox, SandboxLimits, Stats};
+pub use sandbox::{CacheDir, LogLevel, LogLine, Report, Sandbox, SandboxLimits, Stats, json_len};
+pub use server::{FORGE_D_TS, instructions};
 pub use stash::{Stash, StashLimits};
+pub use tokens::count as count_tokens;
+pub use validate::{Rejection, ValidatorLimits, validate};

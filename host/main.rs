@@ -1,5 +1,5 @@
-//! The `quickforge` binary; see [`quickforge::cli`].
+//! The `quickforge` binary; see [`quickforge::main`].
 
 fn main() -> std::process::ExitCode {
-    quickforge::cli::main()
+    quickforge::main()
 }

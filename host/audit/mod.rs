@@ -30,12 +30,9 @@ mod writer;
 
 use serde::Deserialize;
 
-pub use line::{Arrival, Record, random_id};
-pub use trail::{
-    Digest, MAX_HASHED_BYTES, OpKind, Operation, Outcome, SharedTrail, Started, Target, Trail,
-    lock, sha256,
-};
-pub use writer::{AuditLog, QUEUE_LINES};
+pub use line::{Arrival, random_id};
+pub use trail::{SharedTrail, Trail};
+pub use writer::AuditLog;
 
 /// Default `[audit] preview_bytes`: enough of a script to recognize it at a
 /// glance (its first few statements), small enough that a line stays
@@ -91,7 +88,7 @@ impl AuditConfig {
 #[cfg(test)]
 mod tests {
     use super::line::preview;
-    use super::trail::MAX_NAME_BYTES;
+    use super::trail::{Digest, MAX_NAME_BYTES, OpKind, Outcome, Started, Target, sha256};
     use super::*;
     use crate::error::ForgeError;
     use crate::sandbox::{Mode, Report};

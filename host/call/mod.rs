@@ -55,7 +55,6 @@ use crate::manifest::ManifestView;
 use crate::policy::GroupLock;
 use crate::stash::Stash;
 
-pub use admit::MAX_NAME_LEN;
 pub use guard::Guards;
 
 /// A boxed, sendable future, as the pipeline's running operations are.

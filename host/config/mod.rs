@@ -18,13 +18,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-pub use expand::{ExpandError, Reference, expand, references, references_with_fallbacks};
-pub use servers::{
-    DEFAULT_FAILURE_THRESHOLD, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_RESPONSE_MB,
-    DEFAULT_RECOVERY_TIMEOUT_SECS, DEFAULT_REFRESH_INTERVAL_SECS, DEFAULT_SERVER_TIMEOUT_SECS,
-    GroupConfig, INHERITED_ENV, Isolation, MAX_NAME_LEN, MAX_RESPONSE_MB, MAX_SERVER_TIMEOUT_SECS,
-    ManifestConfig, ServerConfig, Transport,
-};
+pub use expand::{expand, references_with_fallbacks};
+pub use servers::{GroupConfig, INHERITED_ENV, Isolation, ManifestConfig, ServerConfig, Transport};
 
 use crate::sandbox::{CacheDir, MIN_HEAP, SandboxLimits};
 use crate::stash::StashLimits;

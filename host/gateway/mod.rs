@@ -35,7 +35,7 @@ use crate::policy::{RateLimit, ServerGroup};
 
 pub use downstream::{Connection, RefreshSet};
 pub use router::Router;
-pub use supervise::{MAX_BACKOFF, MAX_PARALLEL_CONNECTS, MIN_BACKOFF, MIN_CONNECT_TIME};
+pub use supervise::{MAX_PARALLEL_CONNECTS, MIN_CONNECT_TIME};
 
 /// How long a stdio server gets to exit after its stdin closes at
 /// shutdown before its process group is killed.
@@ -160,11 +160,6 @@ impl Gateway {
     /// The configured server `name`.
     pub fn server(&self, name: &str) -> Option<&Arc<Server>> {
         self.servers.get(name)
-    }
-
-    /// Every configured server.
-    pub fn servers(&self) -> impl Iterator<Item = &Arc<Server>> {
-        self.servers.values()
     }
 
     /// Waits until every server has finished its first connection attempt,

@@ -67,7 +67,7 @@ impl Servers for Router {
             Target::Tool { server, tool, args } => {
                 let args = Value::Object(args);
                 match self.manifest.lookup_tool(server, tool)? {
-                    Lookup::Found(_, t) => t.validate(server, &args)?,
+                    Lookup::Found(t) => t.validate(server, &args)?,
                     Lookup::Denied(why) => {
                         return Ok(Route {
                             denied: Some(why.to_string()),

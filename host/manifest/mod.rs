@@ -20,8 +20,8 @@ use serde_json::{Map, Value, json};
 use crate::error::{ErrorCode, ForgeError};
 use crate::suggest;
 
-pub use search::{MAX_SEARCH_LIMIT, search};
-pub use typescript::{render_signature, render_type};
+pub use search::search;
+pub use typescript::render_signature;
 
 /// Longest one-line description in `manifest.search` results and
 /// `manifest.servers`, in characters: enough to tell tools apart, short enough
@@ -322,8 +322,8 @@ impl ServerEntry {
 /// What [`Manifest::lookup_tool`] found.
 #[derive(Debug)]
 pub enum Lookup<'a> {
-    /// The tool, with its server's entry.
-    Found(&'a Arc<ServerEntry>, &'a Arc<ToolEntry>),
+    /// The tool.
+    Found(&'a Arc<ToolEntry>),
     /// The server has the tool, but its tool policy hides it, for this
     /// reason.
     Denied(&'a str),
@@ -364,11 +364,6 @@ impl Manifest {
         self.servers.values()
     }
 
-    /// Total tools across servers.
-    pub fn tool_count(&self) -> usize {
-        self.servers.values().map(|s| s.tools.len()).sum()
-    }
-
     /// The entry of `name`, or `SERVER_NOT_FOUND` with did-you-mean.
     pub fn require_server(&self, name: &str) -> Result<&Arc<ServerEntry>, ForgeError> {
         self.servers.get(name).ok_or_else(|| {
@@ -386,7 +381,7 @@ impl Manifest {
     pub fn lookup_tool(&self, server: &str, tool: &str) -> Result<Lookup<'_>, ForgeError> {
         let entry = self.require_server(server)?;
         match entry.tool(tool) {
-            Some(t) => Ok(Lookup::Found(entry, t)),
+            Some(t) => Ok(Lookup::Found(t)),
             None => match entry.denied.get(tool) {
                 Some(why) => Ok(Lookup::Denied(why)),
                 None => Err(entry.tool_not_found(tool)),
@@ -485,7 +480,7 @@ impl ManifestView for Snapshot {
 
     fn tool(&self, server: &str, name: &str) -> Result<Value, ForgeError> {
         match self.0.lookup_tool(server, name)? {
-            Lookup::Found(_, tool) => Ok(tool.describe(server)),
+            Lookup::Found(tool) => Ok(tool.describe(server)),
             Lookup::Denied(why) => Err(crate::policy::denied(&format!("{server}.{name}"), why)),
         }
     }
@@ -545,7 +540,7 @@ mod tests {
     #[test]
     fn validation_names_the_field() {
         let m = sample();
-        let Ok(Lookup::Found(_, t)) = m.lookup_tool("github", "issues.create") else {
+        let Ok(Lookup::Found(t)) = m.lookup_tool("github", "issues.create") else {
             panic!("issues.create is in the sample")
         };
         assert!(

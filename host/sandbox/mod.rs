@@ -41,8 +41,8 @@ use wasmtime::{
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 pub use artifact::CacheDir;
-pub use limits::{JS_HEAP_HEADROOM, MIN_HEAP, OUTPUT_HARD_FACTOR, SandboxLimits};
-pub use output::{CUT_KEY, fit as fit_output, json_len};
+pub use limits::{MIN_HEAP, SandboxLimits};
+pub use output::json_len;
 
 use crate::call::{BoxFuture, CallLimits, Pipeline};
 pub use crate::call::{ExecutionContext, Mode};

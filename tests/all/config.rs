@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use quickforge::config::{Isolation, Transport};
 use quickforge::{Config, ConfigError};
+use quickforge::{Isolation, Transport};
 
 fn env(name: &str) -> Option<String> {
     match name {

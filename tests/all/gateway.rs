@@ -19,7 +19,7 @@ async fn initialize_shows_exactly_search_and_execute_with_the_api_types() {
     let info = s.client.peer_info().expect("server info");
     let instructions = info.instructions.clone().unwrap_or_default();
     assert!(
-        instructions.contains(quickforge::server::FORGE_D_TS),
+        instructions.contains(quickforge::FORGE_D_TS),
         "instructions carry forge.d.ts"
     );
     assert_eq!(
@@ -466,7 +466,7 @@ async fn the_surface_does_not_grow_with_downstream_tools() {
         format!("{tools}{instructions}")
     }
     assert_eq!(payload(&empty).await, payload(&many).await);
-    let tokens = quickforge::tokens::count(&quickforge::server::instructions()).unwrap();
+    let tokens = quickforge::count_tokens(&quickforge::instructions()).unwrap();
     assert!(tokens < 1000, "{tokens} tokens of instructions");
 }
 

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use quickforge::audit::Trail;
+use quickforge::Trail;
 use quickforge::{ErrorKind, Mode};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};

@@ -101,7 +101,7 @@ async fn large_output_is_cut_with_a_marker() {
     assert_eq!(items[0]["i"], 0);
     let marker = items.last().unwrap().as_str().unwrap();
     assert!(marker.contains("more of 5000 items"), "{marker}");
-    assert!(quickforge::sandbox::json_len(&value) <= 64 * 1024);
+    assert!(quickforge::json_len(&value) <= 64 * 1024);
     assert!(report.stats.output_cut > 0);
 }
 

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use crate::bypass_corpus::{BENIGN, BYPASSES};
-use quickforge::validate::{Rejection, ValidatorLimits, validate};
+use quickforge::{Rejection, ValidatorLimits, validate};
 
 /// Rules that mean "refused for safety" (everything but shape and syntax).
 const SECURITY_RULES: &[&str] = &[
