@@ -23,8 +23,8 @@ use rquickjs::context::intrinsic;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Context, Ctx, Function, Object, Persistent, Promise, Runtime, Value, qjs};
 
+use crate::apis;
 use crate::describe::type_name;
-use crate::natives;
 use crate::quickforge::sandbox::calls;
 use crate::quickforge::sandbox::types::{
     Code, ForgeError, Outcome, RunOptions, ScriptError, ScriptErrorKind,
@@ -105,10 +105,10 @@ impl Engine {
             let prelude = prelude
                 .into_function()
                 .ok_or("the prelude is not a function")?;
-            let host = natives::host_object(&ctx).map_err(describe)?;
+            let host = apis::host_object(&ctx).map_err(describe)?;
             let hooks: Object = prelude.call((host,)).map_err(describe)?;
             let make_error: Function = hooks.get("makeError").map_err(describe)?;
-            natives::set_make_error(&ctx, make_error);
+            apis::set_make_error(&ctx, make_error);
             crate::json::prepare(&ctx).map_err(describe)?;
             Ok(Persistent::save(&ctx, hooks))
         })?;
@@ -124,7 +124,7 @@ impl Engine {
     }
 
     fn run(&self, options: &RunOptions, code: &str) -> Result<Outcome, ScriptError> {
-        natives::reseed();
+        apis::reseed();
         self.runtime
             .set_memory_limit(usize::try_from(options.js_memory_limit).unwrap_or(usize::MAX));
         // Parenthesized, so the code must be one expression; the opening
@@ -170,13 +170,13 @@ impl Engine {
             if promise.state() != PromiseState::Pending {
                 return Ok(());
             }
-            if natives::in_flight() == 0 {
+            if apis::in_flight() == 0 {
                 return Ok(());
             }
             let Some(done) = calls::next_completion() else {
                 return Ok(());
             };
-            natives::settle(ctx, done)?;
+            apis::settle(ctx, done)?;
         }
     }
 }

@@ -9,7 +9,9 @@
 //! - [`codes`]: `ForgeError` codes as scripts see them.
 //! - [`describe`]: how values are named in messages.
 //! - [`engine`]: the QuickJS runtime, compiling and running one script.
-//! - [`natives`]: the native functions the JS prelude uses to reach the host.
+//! - [`apis`]: the `host` object of native functions the JS prelude uses to
+//!   reach the host, one module per JS API (calls, stash, manifest, logging,
+//!   random).
 //! - [`json`]: a fast JSON encoder for plain data, in front of `JSON.stringify`.
 //! - `prelude.js`: the JS API (`forge`, `manifest`, `console`, `ForgeError`).
 
@@ -18,11 +20,11 @@ wit_bindgen::generate!({
     path: "../wit",
 });
 
+mod apis;
 mod codes;
 mod describe;
 mod engine;
 mod json;
-mod natives;
 
 struct Component;
 

@@ -1,24 +1,23 @@
-//! Native functions handed to the JS prelude as its `host` object: each one
-//! is a thin bridge to one WIT import.
+//! `forge.callTool` and `forge.readResource`: the natives that start a host
+//! operation and hand the script a promise for it, and the table of the
+//! calls in flight, whose promises [`settle`] settles as the host completes
+//! them.
 //!
-//! `callTool` and `readResource` are the script's API as they are: they check
-//! their arguments, encode them, and return a promise that settles when the
-//! host completes the call, rejected with a `ForgeError` on any failure. The
-//! synchronous natives (stash, manifest) throw a failure as a
-//! `[code, message, retryable, suggestion]` array, which the prelude turns
-//! into a `ForgeError`.
+//! Every tool call goes through here, so these natives are called straight
+//! from QuickJS as C functions: they borrow their string arguments and
+//! create and settle their promises through QuickJS's C API, without
+//! rquickjs's closure machinery.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::ffi::{c_char, c_int};
-use std::ptr::NonNull;
 
-use rquickjs::function::Opt;
-use rquickjs::{Array, Ctx, Error, Function, IntoJs, Object, Persistent, Result, Value, qjs};
+use rquickjs::{Ctx, Error, Object, Result, Value, qjs};
 
+use super::{forge_error_object, usage, with_ctx};
 use crate::describe::type_name;
 use crate::quickforge::sandbox::calls::Completion;
-use crate::quickforge::sandbox::types::{Code, ErrorCode, ForgeError, LogLevel};
-use crate::quickforge::sandbox::{logging, manifest, random, resources, stash, tools};
+use crate::quickforge::sandbox::types::ForgeError;
+use crate::quickforge::sandbox::{resources, tools};
 
 /// The resolve and reject functions of one call's promise, as references
 /// this module owns until the call settles.
@@ -29,13 +28,9 @@ struct Settlers {
 }
 
 thread_local! {
-    /// The prelude's `ForgeError` factory, set once the prelude has run.
-    static MAKE_ERROR: RefCell<Option<Persistent<Function<'static>>>> = const { RefCell::new(None) };
     /// Host operations started in this run and not yet completed. A short
     /// list searched by call id: it holds only what is in flight at once.
     static PENDING: RefCell<Vec<Settlers>> = const { RefCell::new(Vec::new()) };
-    /// xorshift64* state behind `Math.random`; reseeded from the host per run.
-    static RNG: Cell<u64> = const { Cell::new(0x9E37_79B9_7F4A_7C15) };
 }
 
 /// Number of host operations started and not yet completed.
@@ -99,89 +94,6 @@ fn owned(value: Value<'_>) -> qjs::JSValue {
     let raw = value.as_raw();
     // SAFETY: the reference `value` releases on drop is replaced by this one.
     unsafe { qjs::JS_DupValue(value.ctx().as_raw().as_ptr(), raw) }
-}
-
-/// Starts a run: reseeds `Math.random` from the host's entropy (the snapshot
-/// froze whatever state init left behind). Nothing is in flight: every run
-/// starts from the snapshot, taken with no call started.
-pub fn reseed() {
-    let seed = random::seed();
-    // xorshift must not start at zero.
-    RNG.with(|s| {
-        s.set(if seed == 0 {
-            0x9E37_79B9_7F4A_7C15
-        } else {
-            seed
-        })
-    });
-    debug_assert_eq!(in_flight(), 0);
-}
-
-fn next_random() -> f64 {
-    RNG.with(|s| {
-        let mut x = s.get();
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        s.set(x);
-        // 53 high bits of the xorshift64* output, scaled into [0, 1).
-        (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    })
-}
-
-/// `err` as the array the prelude's `native` wrapper turns into a `ForgeError`.
-fn forge_error_value<'js>(ctx: &Ctx<'js>, err: ForgeError) -> Result<Value<'js>> {
-    let arr = Array::new(ctx.clone())?;
-    arr.set(0, crate::codes::text(&err.code))?;
-    arr.set(1, err.message)?;
-    arr.set(2, err.retryable)?;
-    arr.set(3, err.suggestion)?;
-    Ok(arr.into_value())
-}
-
-fn throw(ctx: &Ctx<'_>, err: ForgeError) -> Error {
-    match forge_error_value(ctx, err) {
-        Ok(v) => ctx.throw(v),
-        Err(e) => e,
-    }
-}
-
-/// Records the prelude's `ForgeError` factory for the natives to use.
-pub fn set_make_error<'js>(ctx: &Ctx<'js>, make_error: Function<'js>) {
-    MAKE_ERROR.with(|m| *m.borrow_mut() = Some(Persistent::save(ctx, make_error)));
-}
-
-/// A `ForgeError` instance for `err`.
-fn forge_error_object<'js>(ctx: &Ctx<'js>, err: ForgeError) -> Result<Value<'js>> {
-    let make = MAKE_ERROR
-        .with(|m| m.borrow().clone())
-        .expect("the prelude has run");
-    make.restore(ctx)?.call((
-        crate::codes::text(&err.code),
-        err.message,
-        err.retryable,
-        err.suggestion,
-    ))
-}
-
-fn usage(message: String, suggestion: Option<&str>) -> ForgeError {
-    ForgeError {
-        code: Code::Known(ErrorCode::InvalidArgument),
-        message,
-        retryable: false,
-        suggestion: suggestion.map(Into::into),
-    }
-}
-
-/// `raw` as an rquickjs context, for the paths that are not hot (errors,
-/// the `JSON.stringify` fallback).
-///
-/// # Safety
-/// `raw` must be the live context of the native being called.
-unsafe fn with_ctx<R>(raw: *mut qjs::JSContext, f: impl for<'js> FnOnce(Ctx<'js>) -> R) -> R {
-    let raw = NonNull::new(raw).expect("QuickJS passes a context");
-    // SAFETY: the caller's guarantee; the lock is held while a native runs.
-    f(unsafe { Ctx::from_raw(raw) })
 }
 
 /// A string argument borrowed from QuickJS as UTF-8: a flat ASCII string is
@@ -461,88 +373,12 @@ fn raw_function<'js>(
     }
 }
 
-fn level(name: &str) -> LogLevel {
-    match name {
-        "debug" => LogLevel::Debug,
-        "warn" => LogLevel::Warn,
-        "error" => LogLevel::Error,
-        _ => LogLevel::Info,
-    }
-}
-
-/// Builds the `host` object the prelude is called with.
-pub fn host_object<'js>(ctx: &Ctx<'js>) -> Result<Object<'js>> {
-    let host = Object::new(ctx.clone())?;
+/// Puts `callTool` and `readResource` on `host`.
+pub fn register<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> Result<()> {
     host.set("callTool", raw_function(ctx, call_tool, c"callTool", 3)?)?;
     host.set(
         "readResource",
         raw_function(ctx, read_resource, c"readResource", 2)?,
     )?;
-    host.set(
-        "stashPut",
-        Function::new(
-            ctx.clone(),
-            |ctx: Ctx<'js>, key: String, json: String, ttl: Opt<Option<f64>>| {
-                let ttl = ttl.0.flatten().map(|t| t.max(1.0) as u64);
-                stash::put(&key, &json, ttl).map_err(|e| throw(&ctx, e))
-            },
-        )?,
-    )?;
-    host.set(
-        "stashGet",
-        Function::new(ctx.clone(), |ctx: Ctx<'js>, key: String| {
-            stash::get(&key).map_err(|e| throw(&ctx, e))
-        })?,
-    )?;
-    host.set(
-        "stashDelete",
-        Function::new(ctx.clone(), |ctx: Ctx<'js>, key: String| {
-            stash::delete(&key).map_err(|e| throw(&ctx, e))
-        })?,
-    )?;
-    host.set(
-        "stashKeys",
-        Function::new(ctx.clone(), |ctx: Ctx<'js>| {
-            let keys = stash::keys().map_err(|e| throw(&ctx, e))?;
-            keys.into_js(&ctx)
-        })?,
-    )?;
-    host.set(
-        "manifestServers",
-        Function::new(ctx.clone(), manifest::servers)?,
-    )?;
-    host.set(
-        "manifestSearch",
-        Function::new(ctx.clone(), |query: String, limit: u32| {
-            manifest::search(&query, limit)
-        })?,
-    )?;
-    host.set(
-        "manifestTool",
-        Function::new(
-            ctx.clone(),
-            |ctx: Ctx<'js>, server: String, name: String| {
-                manifest::tool(&server, &name).map_err(|e| throw(&ctx, e))
-            },
-        )?,
-    )?;
-    host.set(
-        "log",
-        Function::new(ctx.clone(), |lvl: String, line: String| {
-            logging::log(level(&lvl), &line)
-        })?,
-    )?;
-    host.set(
-        "random",
-        Function::new(ctx.clone(), next_random)?.with_name("random")?,
-    )?;
-    // The codes the prelude reports itself, from the shared list.
-    let codes = Object::new(ctx.clone())?;
-    codes.set(
-        "invalidArgument",
-        crate::codes::known(ErrorCode::InvalidArgument),
-    )?;
-    codes.set("thrown", crate::codes::known(ErrorCode::Thrown))?;
-    host.set("codes", codes)?;
-    Ok(host)
+    Ok(())
 }

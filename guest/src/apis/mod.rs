@@ -1,0 +1,114 @@
+//! The `host` object the JS prelude is called with: the native functions
+//! through which the prelude reaches the host's WIT imports, one module per
+//! JS API, each with a `register` that puts its natives on `host`.
+//!
+//! - [`calls`]: `forge.callTool` and `forge.readResource`, and the promises
+//!   of the calls in flight, which the engine settles as the host completes
+//!   them.
+//! - [`stash`]: the natives of `forge.stash`.
+//! - [`manifest`]: the natives of the `manifest` global.
+//! - [`logging`]: `console` and `forge.log`.
+//! - [`random`]: `Math.random`, reseeded from the host for every run.
+//!
+//! `callTool` and `readResource` are the script's API as they are: they check
+//! their arguments, encode them, and return a promise that settles when the
+//! host completes the call, rejected with a `ForgeError` on any failure. The
+//! synchronous natives (stash, manifest) throw a failure as a
+//! `[code, message, retryable, suggestion]` array, which the prelude turns
+//! into a `ForgeError`. Both ways of failing, and the prelude's `ForgeError`
+//! factory behind the first, live here, shared by the API modules.
+
+use std::cell::RefCell;
+use std::ptr::NonNull;
+
+use rquickjs::{Array, Ctx, Error, Function, Object, Persistent, Result, Value, qjs};
+
+use crate::quickforge::sandbox::types::{Code, ErrorCode, ForgeError};
+
+mod calls;
+mod logging;
+mod manifest;
+mod random;
+mod stash;
+
+pub use calls::{in_flight, settle};
+pub use random::reseed;
+
+thread_local! {
+    /// The prelude's `ForgeError` factory, set once the prelude has run.
+    static MAKE_ERROR: RefCell<Option<Persistent<Function<'static>>>> = const { RefCell::new(None) };
+}
+
+/// Builds the `host` object the prelude is called with.
+pub fn host_object<'js>(ctx: &Ctx<'js>) -> Result<Object<'js>> {
+    let host = Object::new(ctx.clone())?;
+    calls::register(ctx, &host)?;
+    stash::register(ctx, &host)?;
+    manifest::register(ctx, &host)?;
+    logging::register(ctx, &host)?;
+    random::register(ctx, &host)?;
+    // The codes the prelude reports itself, from the shared list.
+    let codes = Object::new(ctx.clone())?;
+    codes.set(
+        "invalidArgument",
+        crate::codes::known(ErrorCode::InvalidArgument),
+    )?;
+    codes.set("thrown", crate::codes::known(ErrorCode::Thrown))?;
+    host.set("codes", codes)?;
+    Ok(host)
+}
+
+/// `err` as the array the prelude's `native` wrapper turns into a `ForgeError`.
+fn forge_error_value<'js>(ctx: &Ctx<'js>, err: ForgeError) -> Result<Value<'js>> {
+    let arr = Array::new(ctx.clone())?;
+    arr.set(0, crate::codes::text(&err.code))?;
+    arr.set(1, err.message)?;
+    arr.set(2, err.retryable)?;
+    arr.set(3, err.suggestion)?;
+    Ok(arr.into_value())
+}
+
+fn throw(ctx: &Ctx<'_>, err: ForgeError) -> Error {
+    match forge_error_value(ctx, err) {
+        Ok(v) => ctx.throw(v),
+        Err(e) => e,
+    }
+}
+
+/// Records the prelude's `ForgeError` factory for the natives to use.
+pub fn set_make_error<'js>(ctx: &Ctx<'js>, make_error: Function<'js>) {
+    MAKE_ERROR.with(|m| *m.borrow_mut() = Some(Persistent::save(ctx, make_error)));
+}
+
+/// A `ForgeError` instance for `err`.
+fn forge_error_object<'js>(ctx: &Ctx<'js>, err: ForgeError) -> Result<Value<'js>> {
+    let make = MAKE_ERROR
+        .with(|m| m.borrow().clone())
+        .expect("the prelude has run");
+    make.restore(ctx)?.call((
+        crate::codes::text(&err.code),
+        err.message,
+        err.retryable,
+        err.suggestion,
+    ))
+}
+
+fn usage(message: String, suggestion: Option<&str>) -> ForgeError {
+    ForgeError {
+        code: Code::Known(ErrorCode::InvalidArgument),
+        message,
+        retryable: false,
+        suggestion: suggestion.map(Into::into),
+    }
+}
+
+/// `raw` as an rquickjs context, for the paths that are not hot (errors,
+/// the `JSON.stringify` fallback).
+///
+/// # Safety
+/// `raw` must be the live context of the native being called.
+unsafe fn with_ctx<R>(raw: *mut qjs::JSContext, f: impl for<'js> FnOnce(Ctx<'js>) -> R) -> R {
+    let raw = NonNull::new(raw).expect("QuickJS passes a context");
+    // SAFETY: the caller's guarantee; the lock is held while a native runs.
+    f(unsafe { Ctx::from_raw(raw) })
+}
