@@ -31,6 +31,7 @@
   const MathFloor = Math.floor;
   const MathMin = Math.min;
   const MathMax = Math.max;
+  const U32_MAX = 4294967295;
 
   // -- ForgeError -----------------------------------------------------------
 
@@ -182,7 +183,11 @@
     },
   });
 
-  /** Default and ceiling of `forge.parallel`'s concurrency. */
+  // Default and ceiling of `forge.parallel`'s concurrency. Eight overlaps
+  // the waits of a typical batch without queueing behind one server's
+  // in-flight slots (`max_in_flight`, 16 by default); 64 is past what any
+  // server's slots let through at once, so a higher value would only grow
+  // the number of promises waiting in the guest.
   const PARALLEL_DEFAULT = 8;
   const PARALLEL_MAX = 64;
 
@@ -306,7 +311,9 @@
           if (typeof limit !== "number" || !NumberIsFinite(limit) || limit < 1) {
             throw usage(`limit must be a number >= 1, got ${StringCtor(limit)}`, null);
           }
-          return jsonParse(host.manifestSearch(query, MathMin(MathFloor(limit), 1000)));
+          // The host caps the limit (MAX_SEARCH_LIMIT); this only keeps it
+          // inside the WIT u32 it travels as.
+          return jsonParse(host.manifestSearch(query, MathMin(MathFloor(limit), U32_MAX)));
         },
       },
       tool: {

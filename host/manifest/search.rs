@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use super::{Manifest, SUMMARY_CHARS, summary};
 
-/// Most results one search returns. The guest caps `limit` at the same value.
+/// Most results one search returns: more than any model reads, and a bound
+/// on the JSON one `manifest.search` can make the host build.
 pub const MAX_SEARCH_LIMIT: usize = 1000;
 
 /// Words too common to tell tools apart.
