@@ -4,7 +4,8 @@ type Err = { name: string; code: string; message: string; retryable: boolean; su
 // s.tool(args); s.cat.tool(args) calls tool "cat.tool"
 type Server = { [k: string]: Server & ((args?: object) => Promise<any>) };
 declare class ForgeError extends Error {
-  code: string; // e.g. SERVER_NOT_FOUND, TOOL_NOT_FOUND, INVALID_ARGUMENT
+  static codes: string[]; // every code
+  code: string; // e.g. SERVER_NOT_FOUND, TOOL_NOT_FOUND
   retryable: boolean;
   suggestion: string | null;
   toJSON(): Err;

@@ -31,3 +31,46 @@ pub fn known(code: ErrorCode) -> String {
     }
     out
 }
+
+/// Defines [`every`] from one list of the WIT enum's cases; the match in
+/// it does not compile when the WIT enum gains a case the list lacks.
+macro_rules! every_code {
+    ($($case:ident),* $(,)?) => {
+        /// Every case of the WIT `error-code`, in its order: what scripts
+        /// read as `ForgeError.codes`.
+        pub fn every() -> impl Iterator<Item = ErrorCode> {
+            fn _exhaustive(code: ErrorCode) {
+                match code {
+                    $(ErrorCode::$case => ()),*
+                }
+            }
+            [$(ErrorCode::$case),*].into_iter()
+        }
+    };
+}
+
+every_code!(
+    ArgsTooLarge,
+    CircuitOpen,
+    DownstreamError,
+    GroupPolicyDenied,
+    Internal,
+    InvalidArgument,
+    InvalidArguments,
+    InvalidResponse,
+    InvalidStashKey,
+    ModeDenied,
+    PolicyDenied,
+    RateLimited,
+    ResponseTooLarge,
+    ServerNotFound,
+    ServerUnavailable,
+    StashFull,
+    StashTtlTooLong,
+    StashValueTooLarge,
+    Thrown,
+    Timeout,
+    ToolCallBudget,
+    ToolError,
+    ToolNotFound,
+);

@@ -33,6 +33,10 @@
   const MathMax = Math.max;
   const U32_MAX = 4294967295;
 
+  // The codes the prelude reports itself, and every code quickforge
+  // reports, from the list the host shares (the WIT enum error-code).
+  const codes = host.codes;
+
   // -- ForgeError -----------------------------------------------------------
 
   /** What every failure of a `forge.*` call throws. */
@@ -51,6 +55,7 @@
       return { name: "ForgeError", code: this.code, message: this.message, retryable: this.retryable, suggestion: this.suggestion };
     }
   }
+  ObjectDefineProperty(ForgeError, "codes", { value: ObjectFreeze(codes.all), enumerable: true, writable: false, configurable: false });
   ObjectFreeze(ForgeError.prototype);
   ObjectFreeze(ForgeError);
 
@@ -64,8 +69,6 @@
       throw ArrayIsArray(e) ? toError(e) : e;
     }
   }
-  // The codes the prelude reports itself, from the list the host shares.
-  const codes = host.codes;
   const usage = (message, suggestion) => new ForgeError(codes.invalidArgument, message, false, suggestion);
 
   // -- forge ----------------------------------------------------------------

@@ -4,10 +4,11 @@
 //! text form (`SERVER_NOT_FOUND`) and its retryability are derived from the
 //! enum by strum, not kept in tables. The same list is the WIT enum
 //! `error-code` (`wit/sandbox.wit`), which the guest turns into the same
-//! text, and the comment on `ForgeError.code` in `forge.d.ts`;
-//! `tests/all/dts.rs` fails when the three drift apart, and the sandbox's
-//! conversion to and from the WIT enum (in `sandbox::imports`) does not
-//! compile when the Rust and WIT lists differ.
+//! text and hands scripts as `ForgeError.codes` (declared in `forge.d.ts`,
+//! which names a few as examples). The sandbox's conversion to and from the
+//! WIT enum (in `sandbox::imports`) and the guest's list (`guest/src/codes.rs`)
+//! do not compile when a case is missing; `tests/all/dts.rs` fails when the
+//! texts drift or `ForgeError.codes` differs from this list.
 //!
 //! [`Code`] is the code a `ForgeError` carries: one of these, or one a
 //! script (or an in-process dispatcher) chose when it made its own.

@@ -383,7 +383,8 @@ fn strip_comments(src: &str) -> String {
 
 /// The `ForgeError` codes: the WIT enum `error-code` and the Rust
 /// `ErrorCode` name the same cases with the same texts, and every code
-/// `forge.d.ts` mentions is one of them.
+/// `forge.d.ts` mentions as an example is one of them (the whole list
+/// reaches scripts as `ForgeError.codes`, tested below).
 #[test]
 fn error_codes_agree_across_wit_rust_and_dts() {
     use strum::IntoEnumIterator as _;
@@ -465,4 +466,20 @@ fn error_codes_are_not_spelled_outside_the_vocabulary() {
         }
     }
     assert!(found.is_empty(), "codes spelled as literals: {found:#?}");
+}
+
+/// `ForgeError.codes`, the list `forge.d.ts` points scripts to, is exactly
+/// the Rust `ErrorCode` list (and so the WIT enum's), in order.
+#[tokio::test]
+async fn scripts_read_every_code_as_forge_error_codes() {
+    use strum::IntoEnumIterator as _;
+    let report = run_with(
+        Kind::Default,
+        Mode::Search,
+        "async () => [ForgeError.codes, Object.isFrozen(ForgeError.codes)]",
+        context().0,
+    )
+    .await;
+    let expected: Vec<&str> = quickforge::ErrorCode::iter().map(|c| c.as_str()).collect();
+    assert_eq!(value(&report), &serde_json::json!([expected, true]));
 }

@@ -54,6 +54,8 @@ pub fn host_object<'js>(ctx: &Ctx<'js>) -> Result<Object<'js>> {
         crate::codes::known(ErrorCode::InvalidArgument),
     )?;
     codes.set("thrown", crate::codes::known(ErrorCode::Thrown))?;
+    let all: Vec<String> = crate::codes::every().map(crate::codes::known).collect();
+    codes.set("all", all)?;
     host.set("codes", codes)?;
     Ok(host)
 }
