@@ -295,15 +295,22 @@ impl Pipeline {
     /// Starts `op` through every step, the audit record around them all.
     pub fn start(&mut self, op: Op<'_>) -> Result<Started, ForgeError> {
         let Some(trail) = self.cx.audit.clone() else {
-            return self.steps(op);
+            return self.steps_unwinding(op);
         };
         let before = audit::Before::of(&op);
         let args_json = match &op {
             Op::CallTool { args_json, .. } => *args_json,
             _ => "",
         };
-        let result = self.steps(op);
+        let result = self.steps_unwinding(op);
         audit::record(&trail, before, args_json, self.lock.current(), result)
+    }
+
+    /// [`Pipeline::steps`], with a panic inside them (a `Servers` or schema
+    /// bug) failing this operation alone, as `INTERNAL`.
+    fn steps_unwinding(&mut self, op: Op<'_>) -> Result<Started, ForgeError> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.steps(op)))
+            .unwrap_or_else(|_| Err(panicked(self.calls + 1)))
     }
 
     /// Every step under audit, in the order the module doc lists.
@@ -381,8 +388,9 @@ impl Pipeline {
         }
         self.calls += 1;
         let id = self.calls;
-        // rate limit, breaker, then (running) in-flight, timeout, downstream
-        let running = guard::run(route)?;
+        // rate limit, breaker, then (running) in-flight, timeout, downstream.
+        // A counted call has an id: a refusal from here on is its outcome.
+        let running = guard::run(route).unwrap_or_else(|refused| Box::pin(async { Err(refused) }));
         Ok(Started::Running(id, encoded(id, running)))
     }
 }
@@ -408,12 +416,102 @@ fn encoded(
     })
 }
 
-/// Logs a panic inside downstream operation `id` and returns the error the
-/// script sees for it.
+/// Logs a panic inside operation `id` (or the one that would have had it)
+/// and returns the error the script sees for it.
 fn panicked(id: u32) -> ForgeError {
     tracing::error!(call = id, "a downstream operation panicked");
     ForgeError::new(
         ErrorCode::Internal,
         "the operation failed unexpectedly inside quickforge",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU32;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::policy::RateLimit;
+
+    /// One server whose guards allow one call a minute; every call answers
+    /// `true` at once.
+    struct OneAMinute(Arc<Guards>);
+
+    impl Servers for OneAMinute {
+        fn route(&self, target: Target<'_>) -> Result<Route, ForgeError> {
+            if let Target::Tool { tool: "panic", .. } = target {
+                panic!("a route step that breaks");
+            }
+            Ok(Route {
+                denied: None,
+                guards: Some(self.0.clone()),
+                send: Box::new(|| Box::pin(async { Ok(Value::Bool(true)) })),
+            })
+        }
+    }
+
+    fn pipeline(trail: Option<SharedTrail>) -> Pipeline {
+        let guards = Guards {
+            group: None,
+            rate: Some(RateLimit::new(NonZeroU32::MIN, "test")),
+            breaker: breaker::Breaker::new("s", true, 3, Duration::from_secs(10)),
+            in_flight: tokio::sync::Semaphore::new(1),
+        };
+        let cx = ExecutionContext {
+            servers: Arc::new(OneAMinute(Arc::new(guards))),
+            audit: trail,
+            ..ExecutionContext::default()
+        };
+        let limits = CallLimits {
+            max_calls: 10,
+            max_args_size: 1024,
+        };
+        Pipeline::new(Mode::Execute, limits, cx)
+    }
+
+    fn call(tool: &str) -> Op<'_> {
+        Op::CallTool {
+            server: "s",
+            tool,
+            args_json: "{}",
+        }
+    }
+
+    /// A call past the budget step counts, and a refusal after it (here the
+    /// rate limit) is that call's outcome, through its id, as the audit
+    /// trail records it: the count and the trail agree.
+    #[tokio::test]
+    async fn refusals_after_the_budget_arrive_through_the_call_id() {
+        let trail: SharedTrail = Arc::new(std::sync::Mutex::new(crate::audit::Trail::new(10)));
+        let mut p = pipeline(Some(trail.clone()));
+        for (want_id, want) in [(1, Ok("true".to_string())), (2, Err("RATE_LIMITED"))] {
+            let Ok(Started::Running(id, running)) = p.start(call("t")) else {
+                panic!("a call past the budget step runs")
+            };
+            assert_eq!(id, want_id);
+            let got = running.await.map_err(|e| e.code.to_string());
+            assert_eq!(got, want.map_err(String::from));
+        }
+        assert_eq!(p.operations(), 2);
+        let (ops, _) = crate::audit::trail::lock(&trail).snapshot();
+        let codes: Vec<_> = ops.iter().map(|o| o.error_code.clone()).collect();
+        assert_eq!(codes, [None, Some("RATE_LIMITED".to_string())]);
+    }
+
+    /// A panic inside a step fails that operation alone, as `INTERNAL`,
+    /// and the audit trail still records it.
+    #[tokio::test]
+    async fn a_panicking_step_is_an_audited_internal_error() {
+        let trail: SharedTrail = Arc::new(std::sync::Mutex::new(crate::audit::Trail::new(10)));
+        let mut p = pipeline(Some(trail.clone()));
+        let Err(e) = p.start(call("panic")) else {
+            panic!("the panic is an error")
+        };
+        assert!(e.code.is(ErrorCode::Internal), "{e:?}");
+        assert!(matches!(p.start(call("t")), Ok(Started::Running(1, _))));
+        let (ops, _) = crate::audit::trail::lock(&trail).snapshot();
+        assert_eq!(ops[0].error_code.as_deref(), Some("INTERNAL"));
+        assert_eq!(ops.len(), 2);
+    }
 }

@@ -11,7 +11,7 @@ use super::downstream::{self, Connection};
 use super::{Gateway, Server};
 use crate::call::{BoxFuture, Route, Servers, Target};
 use crate::error::{ErrorCode, ForgeError};
-use crate::manifest::{Lookup, Manifest, ServerStatus};
+use crate::manifest::{Lookup, Manifest, ServerEntry, ServerStatus};
 
 /// Routes one execution's calls (the pipeline's route step, see
 /// [`crate::call`]) over the manifest snapshot the execution started with.
@@ -22,9 +22,12 @@ pub struct Router {
 
 impl Router {
     /// `server`'s guards and live session, or `SERVER_UNAVAILABLE` with the
-    /// reason its manifest entry gives.
-    fn live(&self, server: &str) -> Result<(Arc<Server>, Arc<Connection>), ForgeError> {
-        let entry = self.manifest.require_server(server)?;
+    /// reason its manifest `entry` gives.
+    fn live(
+        &self,
+        server: &str,
+        entry: &ServerEntry,
+    ) -> Result<(Arc<Server>, Arc<Connection>), ForgeError> {
         let s = self
             .gateway
             .server(server)
@@ -47,11 +50,12 @@ impl Router {
     fn to_server(
         &self,
         server: &str,
+        entry: &ServerEntry,
         send: impl FnOnce(Arc<Connection>, String, Duration) -> BoxFuture<Result<Value, ForgeError>>
         + Send
         + 'static,
     ) -> Result<Route, ForgeError> {
-        let (s, conn) = self.live(server)?;
+        let (s, conn) = self.live(server, entry)?;
         let (server, timeout) = (server.to_string(), s.config.timeout);
         Ok(Route {
             denied: None,
@@ -66,8 +70,11 @@ impl Servers for Router {
         match target {
             Target::Tool { server, tool, args } => {
                 let args = Value::Object(args);
-                match self.manifest.lookup_tool(server, tool)? {
-                    Lookup::Found(t) => t.validate(server, &args)?,
+                let entry = match self.manifest.lookup_tool(server, tool)? {
+                    Lookup::Found(entry, t) => {
+                        t.validate(server, &args)?;
+                        entry
+                    }
                     Lookup::Denied(why) => {
                         return Ok(Route {
                             denied: Some(why.to_string()),
@@ -75,20 +82,21 @@ impl Servers for Router {
                             send: Box::new(|| Box::pin(async { Err(never_sent()) })),
                         });
                     }
-                }
+                };
                 let Value::Object(args) = args else {
                     unreachable!("built as an object above")
                 };
                 let tool = tool.to_string();
-                self.to_server(server, move |conn, server, timeout| {
+                self.to_server(server, entry, move |conn, server, timeout| {
                     Box::pin(async move {
                         downstream::call_tool(&conn, &server, &tool, args, timeout).await
                     })
                 })
             }
             Target::Resource { server, uri } => {
+                let entry = self.manifest.require_server(server)?;
                 let uri = uri.to_string();
-                self.to_server(server, move |conn, server, timeout| {
+                self.to_server(server, entry, move |conn, server, timeout| {
                     Box::pin(async move {
                         downstream::read_resource(&conn, &server, &uri, timeout).await
                     })

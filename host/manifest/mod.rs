@@ -322,8 +322,8 @@ impl ServerEntry {
 /// What [`Manifest::lookup_tool`] found.
 #[derive(Debug)]
 pub enum Lookup<'a> {
-    /// The tool.
-    Found(&'a Arc<ToolEntry>),
+    /// The tool, and its server's entry.
+    Found(&'a Arc<ServerEntry>, &'a Arc<ToolEntry>),
     /// The server has the tool, but its tool policy hides it, for this
     /// reason.
     Denied(&'a str),
@@ -381,7 +381,7 @@ impl Manifest {
     pub fn lookup_tool(&self, server: &str, tool: &str) -> Result<Lookup<'_>, ForgeError> {
         let entry = self.require_server(server)?;
         match entry.tool(tool) {
-            Some(t) => Ok(Lookup::Found(t)),
+            Some(t) => Ok(Lookup::Found(entry, t)),
             None => match entry.denied.get(tool) {
                 Some(why) => Ok(Lookup::Denied(why)),
                 None => Err(entry.tool_not_found(tool)),
@@ -480,7 +480,7 @@ impl ManifestView for Snapshot {
 
     fn tool(&self, server: &str, name: &str) -> Result<Value, ForgeError> {
         match self.0.lookup_tool(server, name)? {
-            Lookup::Found(tool) => Ok(tool.describe(server)),
+            Lookup::Found(_, tool) => Ok(tool.describe(server)),
             Lookup::Denied(why) => Err(crate::policy::denied(&format!("{server}.{name}"), why)),
         }
     }
@@ -540,7 +540,7 @@ mod tests {
     #[test]
     fn validation_names_the_field() {
         let m = sample();
-        let Ok(Lookup::Found(t)) = m.lookup_tool("github", "issues.create") else {
+        let Ok(Lookup::Found(_, t)) = m.lookup_tool("github", "issues.create") else {
             panic!("issues.create is in the sample")
         };
         assert!(

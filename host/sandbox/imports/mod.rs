@@ -15,8 +15,6 @@ mod resources;
 mod stash;
 mod tools;
 
-use std::panic::AssertUnwindSafe;
-
 use super::ExecutionState;
 use super::bindings::quickforge::sandbox::types as wit;
 use crate::call::{Op, Reply, Started};
@@ -86,23 +84,10 @@ impl From<ForgeError> for wit::ForgeError {
 }
 
 impl ExecutionState {
-    /// Starts `op` through the pipeline. A panic inside it fails this
-    /// operation alone.
-    fn start(&mut self, op: Op<'_>) -> Result<Started, ForgeError> {
-        let pipeline = &mut self.pipeline;
-        std::panic::catch_unwind(AssertUnwindSafe(|| pipeline.start(op))).unwrap_or_else(|_| {
-            tracing::error!("an operation panicked inside the call pipeline");
-            Err(ForgeError::new(
-                ErrorCode::Internal,
-                "the operation failed unexpectedly inside quickforge",
-            ))
-        })
-    }
-
     /// Starts a tool call or resource read and returns its call id; it
     /// completes through `calls.next-completion`.
     fn start_call(&mut self, op: Op<'_>) -> Result<u32, wit::ForgeError> {
-        match self.start(op)? {
+        match self.pipeline.start(op)? {
             Started::Running(id, running) => {
                 self.calls
                     .push(Box::pin(async move { (id, running.await) }));
@@ -114,7 +99,7 @@ impl ExecutionState {
 
     /// Runs a stash operation, which finishes at once.
     fn stash(&mut self, op: Op<'_>) -> Result<Reply, wit::ForgeError> {
-        match self.start(op)? {
+        match self.pipeline.start(op)? {
             Started::Done(reply) => Ok(reply),
             Started::Running(..) => Err(unexpected().into()),
         }
