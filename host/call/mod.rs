@@ -483,7 +483,8 @@ mod tests {
     /// trail records it: the count and the trail agree.
     #[tokio::test]
     async fn refusals_after_the_budget_arrive_through_the_call_id() {
-        let trail: SharedTrail = Arc::new(std::sync::Mutex::new(crate::audit::Trail::new(10)));
+        let trail: SharedTrail =
+            Arc::new(std::sync::Mutex::new(crate::audit::trail::Trail::new(10)));
         let mut p = pipeline(Some(trail.clone()));
         for (want_id, want) in [(1, Ok("true".to_string())), (2, Err("RATE_LIMITED"))] {
             let Ok(Started::Running(id, running)) = p.start(call("t")) else {
@@ -503,7 +504,8 @@ mod tests {
     /// and the audit trail still records it.
     #[tokio::test]
     async fn a_panicking_step_is_an_audited_internal_error() {
-        let trail: SharedTrail = Arc::new(std::sync::Mutex::new(crate::audit::Trail::new(10)));
+        let trail: SharedTrail =
+            Arc::new(std::sync::Mutex::new(crate::audit::trail::Trail::new(10)));
         let mut p = pipeline(Some(trail.clone()));
         let Err(e) = p.start(call("panic")) else {
             panic!("the panic is an error")
