@@ -45,7 +45,7 @@ mod tokens;
 mod validate;
 
 pub use audit::Trail;
-pub use call::{BoxFuture, ExecutionContext, Mode, NoServers, Route, Servers, Target};
+pub use call::{BoxFuture, ExecutionContext, Mode, NoServers, Route, SendRequest, Servers, Target};
 pub use cli::main;
 pub use config::{Config, ConfigError, Isolation, Transport};
 pub use error::{Code, ErrorCode, ErrorKind, ExecutionError, ForgeError};

@@ -1,12 +1,12 @@
 //! The guards between a routed call and its server: the server's rate
 //! limit and circuit breaker (decided at once), then its in-flight slots
-//! (waited for), around the request that [`super::Route::send`] makes.
+//! (waited for), around the request the route's [`super::SendRequest`] makes.
 
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use super::BoxFuture;
 use super::breaker::{Admission, Breaker};
-use super::{BoxFuture, Route};
 use crate::error::{ErrorCode, ForgeError};
 use crate::policy::{RateLimit, ServerGroup};
 
@@ -26,9 +26,12 @@ pub struct Guards {
 
 /// Runs the rate limit and the breaker now, and returns the rest of the
 /// call: a slot, then the request.
-pub fn run(route: Route) -> Result<BoxFuture<Result<Value, ForgeError>>, ForgeError> {
-    let Some(guards) = route.guards else {
-        return Ok((route.send)());
+pub fn run(
+    guards: Option<std::sync::Arc<Guards>>,
+    send: super::SendRequest,
+) -> Result<BoxFuture<Result<Value, ForgeError>>, ForgeError> {
+    let Some(guards) = guards else {
+        return Ok(send());
     };
     if let Some(rate) = &guards.rate {
         rate.take()?;
@@ -40,7 +43,6 @@ pub fn run(route: Route) -> Result<BoxFuture<Result<Value, ForgeError>>, ForgeEr
         guards,
         admission: Some(admission),
     };
-    let send = route.send;
     Ok(Box::pin(async move {
         let _slot = pending.guards.in_flight.acquire().await.map_err(|_| {
             ForgeError::new(ErrorCode::ServerUnavailable, "the gateway is shutting down")

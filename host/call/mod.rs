@@ -15,7 +15,7 @@
 //!                  └ circuit breaker                                  (breaker.rs)
 //!   ─ ─ ─ ─ ─ ─ ─ ─ ─ ─ the call has an id; the rest runs while the script awaits
 //!                     └ in-flight limit   the server's max_in_flight
-//!                        └ timeout + downstream   the request itself (Route::send)
+//!                        └ timeout + downstream   the request itself (SendRequest)
 //! ```
 //!
 //! Everything up to the breaker decides at once, so a refusal reaches the
@@ -144,17 +144,23 @@ pub enum Started {
     Running(u32, BoxFuture<Result<String, ForgeError>>),
 }
 
-/// Where a call goes: what [`Servers::route`] found.
-pub struct Route {
-    /// Why the server's tool policy refuses the tool, if it does: the policy
-    /// step turns this into `POLICY_DENIED`.
-    pub denied: Option<String>,
-    /// The server's own guards (group, rate, breaker, in-flight slots);
-    /// `None` for a target without any, such as in-process tools.
-    pub guards: Option<Arc<Guards>>,
-    /// Sends the request downstream, under the server's timeout. Called
-    /// once, after every step before it has passed.
-    pub send: Box<dyn FnOnce() -> BoxFuture<Result<Value, ForgeError>> + Send>,
+/// Sends one request downstream, under its server's timeout. Called once,
+/// after every step before it has passed.
+pub type SendRequest = Box<dyn FnOnce() -> BoxFuture<Result<Value, ForgeError>> + Send>;
+
+/// What [`Servers::route`] found for a call.
+pub enum Route {
+    /// The tool exists, but its server's tool policy refuses it, for this
+    /// reason: the policy step turns it into `POLICY_DENIED`.
+    Denied(String),
+    /// A target the call may go to.
+    To {
+        /// The server's own guards (group, rate, breaker, in-flight slots);
+        /// `None` for a target without any, such as in-process tools.
+        guards: Option<Arc<Guards>>,
+        /// The request.
+        send: SendRequest,
+    },
 }
 
 /// What a call is aimed at, for [`Servers::route`].
@@ -166,7 +172,7 @@ pub enum Target<'a> {
         server: &'a str,
         /// The tool's name.
         tool: &'a str,
-        /// The arguments; they move into [`Route::send`].
+        /// The arguments; they move into the route's [`SendRequest`].
         args: serde_json::Map<String, Value>,
     },
     /// A resource.
@@ -364,14 +370,17 @@ impl Pipeline {
         route: Route,
     ) -> Result<Started, ForgeError> {
         // policy
-        if let Some(why) = &route.denied {
-            let what = match tool {
-                Some(tool) => format!("{server}.{tool}"),
-                None => server.to_string(),
-            };
-            return Err(crate::policy::denied(&what, why));
-        }
-        if let Some(guards) = &route.guards {
+        let (guards, send) = match route {
+            Route::To { guards, send } => (guards, send),
+            Route::Denied(why) => {
+                let what = match tool {
+                    Some(tool) => format!("{server}.{tool}"),
+                    None => server.to_string(),
+                };
+                return Err(crate::policy::denied(&what, &why));
+            }
+        };
+        if let Some(guards) = &guards {
             self.lock.enter(server, guards.group.as_ref())?;
         }
         // budget
@@ -390,7 +399,8 @@ impl Pipeline {
         let id = self.calls;
         // rate limit, breaker, then (running) in-flight, timeout, downstream.
         // A counted call has an id: a refusal from here on is its outcome.
-        let running = guard::run(route).unwrap_or_else(|refused| Box::pin(async { Err(refused) }));
+        let running =
+            guard::run(guards, send).unwrap_or_else(|refused| Box::pin(async { Err(refused) }));
         Ok(Started::Running(id, encoded(id, running)))
     }
 }
@@ -443,8 +453,7 @@ mod tests {
             if let Target::Tool { tool: "panic", .. } = target {
                 panic!("a route step that breaks");
             }
-            Ok(Route {
-                denied: None,
+            Ok(Route::To {
                 guards: Some(self.0.clone()),
                 send: Box::new(|| Box::pin(async { Ok(Value::Bool(true)) })),
             })

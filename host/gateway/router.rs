@@ -57,8 +57,7 @@ impl Router {
     ) -> Result<Route, ForgeError> {
         let (s, conn) = self.live(server, entry)?;
         let (server, timeout) = (server.to_string(), s.config.timeout);
-        Ok(Route {
-            denied: None,
+        Ok(Route::To {
             guards: Some(s.guards.clone()),
             send: Box::new(move || send(conn, server, timeout)),
         })
@@ -75,13 +74,7 @@ impl Servers for Router {
                         t.validate(server, &args)?;
                         entry
                     }
-                    Lookup::Denied(why) => {
-                        return Ok(Route {
-                            denied: Some(why.to_string()),
-                            guards: None,
-                            send: Box::new(|| Box::pin(async { Err(never_sent()) })),
-                        });
-                    }
+                    Lookup::Denied(why) => return Ok(Route::Denied(why.to_string())),
                 };
                 let Value::Object(args) = args else {
                     unreachable!("built as an object above")
@@ -104,13 +97,4 @@ impl Servers for Router {
             }
         }
     }
-}
-
-/// The error of a request the pipeline sent although its route said the
-/// policy refuses it: a pipeline bug, never seen by a working gateway.
-fn never_sent() -> ForgeError {
-    ForgeError::new(
-        ErrorCode::Internal,
-        "a refused call reached its server; this is a bug in quickforge",
-    )
 }

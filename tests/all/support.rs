@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use quickforge::{
     BoxFuture, CacheDir, ExecutionContext, ForgeError, ManifestView, Mode, Report, Route, Sandbox,
-    SandboxLimits, Servers, Stash, Target,
+    SandboxLimits, SendRequest, Servers, Stash, Target,
 };
 use serde_json::{Value, json};
 use tokio::sync::RwLock;
@@ -257,7 +257,7 @@ impl Servers for TestTools {
     /// Unknown servers are refused at once; everything else is decided by
     /// the tool itself, as it runs.
     fn route(&self, target: Target<'_>) -> Result<Route, ForgeError> {
-        let send: Box<dyn FnOnce() -> BoxFuture<Result<Value, ForgeError>> + Send> = match target {
+        let send: SendRequest = match target {
             Target::Tool { server, tool, args } => {
                 if !matches!(server, "alpha" | "beta") {
                     return Err(ForgeError::server_not_found(server));
@@ -271,11 +271,7 @@ impl Servers for TestTools {
                 Box::new(move || Self::read_resource(&server, &uri))
             }
         };
-        Ok(Route {
-            denied: None,
-            guards: None,
-            send,
-        })
+        Ok(Route::To { guards: None, send })
     }
 }
 
