@@ -10,16 +10,19 @@
 //!                  did-you-mean, inputSchema, the live session        (Servers::route)
 //!         └ policy    the server's tool policy, the strict-group lock,
 //!                     the stash space the lock selects                (policy step below)
-//!            └ budget     max_tool_calls; the call counts from here
+//!            └ budget     max_tool_calls
+//!   ─ ─ ─ ─ ─ ─ ─ ─ ─ ─ the call counts and has an id from here
 //!               └ rate limit     the server's calls_per_minute      (guard.rs)
 //!                  └ circuit breaker                                  (breaker.rs)
-//!   ─ ─ ─ ─ ─ ─ ─ ─ ─ ─ the call has an id; the rest runs while the script awaits
+//!   ─ ─ ─ ─ ─ ─ ─ ─ ─ ─ the rest runs while the script awaits
 //!                     └ in-flight limit   the server's max_in_flight
 //!                        └ timeout + downstream   the request itself (SendRequest)
 //! ```
 //!
-//! Everything up to the breaker decides at once, so a refusal reaches the
-//! script without a call id and (up to the budget) without costing a call.
+//! Up to the budget, a refusal reaches the script at once, without a call id
+//! and without costing a call. From the budget on, the call has an id: the
+//! rate limit and the breaker still decide at once, but their refusal is
+//! that call's outcome, as the downstream's answer would be.
 //! Stash operations stop after the policy step: they are local. Manifest
 //! reads (`manifest.*`) are not operations: they read the execution's
 //! snapshot and change nothing.

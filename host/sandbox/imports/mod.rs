@@ -106,7 +106,9 @@ impl ExecutionState {
     }
 }
 
-/// A stash operation that ran, or a call that did not: a pipeline bug.
+/// An answer in the wrong shape for its operation (a stash operation that
+/// ran, a call that did not, a reply of another operation): a pipeline bug,
+/// reported as `INTERNAL` rather than hidden behind a default.
 fn unexpected() -> ForgeError {
     tracing::error!("the call pipeline answered an operation in the wrong shape");
     ForgeError::new(

@@ -19,26 +19,34 @@ impl Host for ExecutionState {
                 value_json,
                 ttl: ttl_secs.map(Duration::from_secs),
             })
-            .map(|_| ()))
+            .and_then(|r| match r {
+                Reply::Stored => Ok(()),
+                _ => Err(super::unexpected().into()),
+            }))
     }
 
     fn get(&mut self, key: String) -> wasmtime::Result<Result<Option<String>, WitError>> {
-        Ok(self.stash(Op::StashGet { key: &key }).map(|r| match r {
-            Reply::Value(v) => v,
-            _ => None,
-        }))
+        Ok(self
+            .stash(Op::StashGet { key: &key })
+            .and_then(|r| match r {
+                Reply::Value(v) => Ok(v),
+                _ => Err(super::unexpected().into()),
+            }))
     }
 
     fn delete(&mut self, key: String) -> wasmtime::Result<Result<bool, WitError>> {
         Ok(self
             .stash(Op::StashDelete { key: &key })
-            .map(|r| matches!(r, Reply::Deleted(true))))
+            .and_then(|r| match r {
+                Reply::Deleted(existed) => Ok(existed),
+                _ => Err(super::unexpected().into()),
+            }))
     }
 
     fn keys(&mut self) -> wasmtime::Result<Result<Vec<String>, WitError>> {
-        Ok(self.stash(Op::StashKeys).map(|r| match r {
-            Reply::Keys(keys) => keys,
-            _ => Vec::new(),
+        Ok(self.stash(Op::StashKeys).and_then(|r| match r {
+            Reply::Keys(keys) => Ok(keys),
+            _ => Err(super::unexpected().into()),
         }))
     }
 }
