@@ -8,7 +8,7 @@
 //! Every key is documented, with its default and reason, in
 //! `forge.toml.example`. Every error names the file, the line and the key.
 
-mod expand;
+use quickforge_filters::expand;
 mod servers;
 
 use std::collections::BTreeMap;

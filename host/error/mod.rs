@@ -188,20 +188,9 @@ impl ExecutionError {
     }
 }
 
-/// `text` cut to at most `max` bytes at a character boundary, with a marker
-/// saying how much was cut. Every text from outside (script errors, stacks,
-/// downstream error messages and bodies) is bounded with this before it is
-/// quoted to the model.
-pub fn clip(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}… [{} more bytes cut]", &text[..cut], text.len() - cut)
-}
+/// Every text from outside (script errors, stacks, downstream error messages
+/// and bodies) is bounded with this before it is quoted to the model.
+pub use quickforge_filters::text::clip;
 
 /// At most 64 characters of `text`, for quoting a caller's value in a message.
 pub fn preview(text: &str) -> String {
@@ -209,17 +198,5 @@ pub fn preview(text: &str) -> String {
     match text.char_indices().nth(MAX) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn clip_marks_the_cut() {
-        assert_eq!(clip("abc", 5), "abc");
-        assert_eq!(clip("abcdef", 3), "abc… [3 more bytes cut]");
-        assert_eq!(clip("ééé", 3), "é… [4 more bytes cut]");
     }
 }

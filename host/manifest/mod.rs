@@ -7,7 +7,7 @@
 //! exactly that state from start to end, never a torn mix.
 
 pub mod listing;
-pub mod sanitize;
+pub use quickforge_filters::sanitize;
 mod search;
 mod typescript;
 

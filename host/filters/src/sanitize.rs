@@ -110,7 +110,7 @@ pub fn clean_text(text: &str, max: usize) -> Cleaned {
     };
     Cleaned {
         text: if text.len() > max {
-            crate::error::clip(&text, max)
+            crate::text::clip(&text, max)
         } else {
             text
         },

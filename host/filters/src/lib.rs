@@ -1,0 +1,14 @@
+//! quickforge's filters for untrusted text, kept free of Wasmtime and of
+//! the gateway so that they build, test and fuzz on their own.
+//!
+//! - [`validate`] — the static check of a model's script before it runs;
+//! - [`redact`] — secrets out of every error text and log line;
+//! - [`sanitize`] — downstream tool metadata made safe for a model to read;
+//! - [`expand`] — `${VAR}` references in configuration values;
+//! - [`text`] — cutting text to a byte limit on a character boundary.
+
+pub mod expand;
+pub mod redact;
+pub mod sanitize;
+pub mod text;
+pub mod validate;
