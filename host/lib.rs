@@ -52,7 +52,7 @@ pub use call::{BoxFuture, ExecutionContext, Mode, NoServers, Route, SendRequest,
 pub use cli::main;
 pub use config::{Config, ConfigError, Isolation, Transport};
 pub use error::{Code, ErrorCode, ErrorKind, ExecutionError, ForgeError};
-pub use manifest::ManifestView;
+pub use manifest::{ManifestView, Query};
 pub use sandbox::{CacheDir, LogLevel, LogLine, Report, Sandbox, SandboxLimits, Stats, json_len};
 pub use server::{FORGE_D_TS, instructions};
 pub use stash::{Stash, StashLimits};

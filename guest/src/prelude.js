@@ -294,14 +294,14 @@
 
   // -- manifest -------------------------------------------------------------
 
-  let serversCache = null;
   const manifest = ObjectFreeze(
     ObjectCreate(Object.prototype, {
       servers: {
         enumerable: true,
         get() {
-          if (serversCache === null) serversCache = jsonParse(host.manifestServers());
-          return serversCache;
+          // Not cached: what a run may see narrows when its first call
+          // locks it to a strict group.
+          return jsonParse(host.manifestServers());
         },
       },
       search: {
@@ -316,7 +316,7 @@
           }
           // The host caps the limit (MAX_SEARCH_LIMIT); this only keeps it
           // inside the WIT u32 it travels as.
-          return jsonParse(host.manifestSearch(query, MathMin(MathFloor(limit), U32_MAX)));
+          return jsonParse(native(host.manifestSearch, query, MathMin(MathFloor(limit), U32_MAX)));
         },
       },
       tool: {

@@ -25,7 +25,8 @@
 //! that call's outcome, as the downstream's answer would be.
 //! Stash operations stop after the policy step: they are local. Manifest
 //! reads (`manifest.*`) are not operations: they read the execution's
-//! snapshot and change nothing.
+//! snapshot and change nothing, narrowed by the strict-group lock
+//! (`view.rs`).
 //!
 //! **Cancellation**: a running call is a future the sandbox owns. Dropping it
 //! — the execution ended, timed out, or its client cancelled the request —
@@ -44,6 +45,7 @@ mod admit;
 mod audit;
 pub mod breaker;
 mod guard;
+mod view;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -195,6 +197,13 @@ pub trait Servers: Send + Sync + 'static {
     /// arguments fail the tool's `inputSchema`, `SERVER_UNAVAILABLE` when
     /// the server has no live session.
     fn route(&self, target: Target<'_>) -> Result<Route, ForgeError>;
+
+    /// The strict group `server` is in, if any: what the execution may read
+    /// of it in the manifest narrows with the group lock (see [`view`]).
+    fn strict_group(&self, server: &str) -> Option<Arc<str>> {
+        let _ = server;
+        None
+    }
 }
 
 /// The servers of a gateway with none configured: every call fails with
@@ -214,7 +223,12 @@ impl ManifestView for NoServers {
         Value::Array(vec![])
     }
 
-    fn search(&self, _query: &str, _limit: usize) -> Value {
+    fn search(
+        &self,
+        _query: &crate::manifest::Query,
+        _limit: usize,
+        _visible: &dyn Fn(&str) -> bool,
+    ) -> Value {
         Value::Array(vec![])
     }
 
@@ -283,11 +297,6 @@ impl Pipeline {
             budget_spent: false,
             lock: GroupLock::default(),
         }
-    }
-
-    /// The execution's view of the manifest.
-    pub fn manifest(&self) -> &dyn ManifestView {
-        &*self.cx.manifest
     }
 
     /// Tool calls and resource reads started (counted against the budget).

@@ -142,6 +142,14 @@ pub(super) async fn doctor(config_path: Option<PathBuf>) -> ExitCode {
                     "ok    server {name}: {tools} tools, connected in {} ms",
                     elapsed.as_millis()
                 );
+                // What the manifest tells the model about a tool (hostile
+                // metadata removed, argument patterns the host will not
+                // run): not failures, but the operator should know.
+                for tool in entry.iter().flat_map(|e| e.tools.iter()) {
+                    for warning in tool.warnings() {
+                        let _ = writeln!(out, "warn  tool {name}.{}: {warning}", tool.name);
+                    }
+                }
             }
             Some((crate::manifest::ServerStatus::Unavailable(e), _)) => {
                 let _ = writeln!(out, "FAIL  server {name}: {e}");

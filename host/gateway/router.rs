@@ -12,6 +12,7 @@ use super::{Gateway, Server};
 use crate::call::{BoxFuture, Route, Servers, Target};
 use crate::error::{ErrorCode, ForgeError};
 use crate::manifest::{Lookup, Manifest, ServerEntry, ServerStatus};
+use crate::policy::Isolation;
 
 /// Routes one execution's calls (the pipeline's route step, see
 /// [`crate::call`]) over the manifest snapshot the execution started with.
@@ -96,5 +97,10 @@ impl Servers for Router {
                 })
             }
         }
+    }
+
+    fn strict_group(&self, server: &str) -> Option<Arc<str>> {
+        let group = self.gateway.server(server)?.guards.group.as_ref()?;
+        (group.isolation == Isolation::Strict).then(|| group.name.clone())
     }
 }

@@ -7,13 +7,26 @@
 //! "create issue" puts `issues.create` above `issues.list`. A near-miss in a
 //! name (`isues`) still counts, for less. An empty query lists every tool.
 
+use std::sync::OnceLock;
+
 use serde_json::{Value, json};
 
-use super::{Manifest, SUMMARY_CHARS, summary};
+use super::{Manifest, SUMMARY_CHARS, ToolEntry, summary};
+use crate::error::{ErrorCode, ForgeError};
 
 /// Most results one search returns: more than any model reads, and a bound
 /// on the JSON one `manifest.search` can make the host build.
 pub const MAX_SEARCH_LIMIT: usize = 1000;
+
+/// Longest query, in bytes. A search is a few words; 1 KiB is a paragraph.
+/// The bound keeps a search's work proportional to the manifest, not to
+/// what a script passes (a megabyte query once ranked for 38 s).
+pub const MAX_QUERY_BYTES: usize = 1024;
+
+/// Most distinct words of a query that are ranked (stop words and repeats
+/// do not count). Each is compared with every word of every tool, so this
+/// bounds the work per tool; 32 is far more than any query needs.
+pub const MAX_QUERY_TERMS: usize = 32;
 
 /// Words too common to tell tools apart.
 const STOP_WORDS: &[&str] = &[
@@ -21,27 +34,104 @@ const STOP_WORDS: &[&str] = &[
     "tools",
 ];
 
-/// The best `limit` matches for `query`: `[{server, tool, description}]`.
-pub fn search(manifest: &Manifest, query: &str, limit: usize) -> Value {
+/// A query, checked against the bounds and split into the words it ranks.
+#[derive(Debug, Clone)]
+pub struct Query {
+    text: String,
+    terms: Vec<String>,
+}
+
+impl Query {
+    /// `text` as a query, or `INVALID_ARGUMENT` when it is over
+    /// [`MAX_QUERY_BYTES`] or has more than [`MAX_QUERY_TERMS`] words.
+    pub fn parse(text: &str) -> Result<Query, ForgeError> {
+        let too_big = |what: String| {
+            ForgeError::new(
+                ErrorCode::InvalidArgument,
+                format!("manifest.search query {what}"),
+            )
+            .suggest("search with a few words, e.g. manifest.search(\"create issue\")")
+        };
+        if text.len() > MAX_QUERY_BYTES {
+            return Err(too_big(format!(
+                "is {} bytes, over the {MAX_QUERY_BYTES}-byte limit",
+                text.len()
+            )));
+        }
+        let mut terms: Vec<String> = Vec::new();
+        for w in words(text) {
+            if !STOP_WORDS.contains(&w.as_str()) && !terms.contains(&w) {
+                terms.push(w);
+            }
+        }
+        if terms.len() > MAX_QUERY_TERMS {
+            return Err(too_big(format!(
+                "has {} distinct words, over the limit of {MAX_QUERY_TERMS}",
+                terms.len()
+            )));
+        }
+        Ok(Query {
+            text: text.to_string(),
+            terms,
+        })
+    }
+
+    /// The query as the script wrote it.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+/// A tool's words, split once per manifest rather than once per search.
+#[derive(Debug, Default)]
+pub struct ToolWords(OnceLock<Words>);
+
+#[derive(Debug)]
+struct Words {
+    name: Vec<String>,
+    folded_name: String,
+    /// Words of the title and description, sorted, without repeats.
+    text: Vec<String>,
+}
+
+impl ToolWords {
+    fn get(&self, tool: &ToolEntry) -> &Words {
+        self.0.get_or_init(|| {
+            let name = words(&tool.name);
+            let mut text = words(&tool.description);
+            if let Some(title) = &tool.title {
+                text.extend(words(title));
+            }
+            text.sort_unstable();
+            text.dedup();
+            Words {
+                folded_name: name.concat(),
+                name,
+                text,
+            }
+        })
+    }
+}
+
+/// The best `limit` matches for `query` among the servers `visible` lets
+/// through: `[{server, tool, description}]`.
+pub fn search(
+    manifest: &Manifest,
+    query: &Query,
+    limit: usize,
+    visible: &dyn Fn(&str) -> bool,
+) -> Value {
     let limit = limit.clamp(1, MAX_SEARCH_LIMIT);
-    let terms: Vec<String> = words(query)
-        .into_iter()
-        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
-        .collect();
+    let terms = &query.terms;
+    let folded_query: String = terms.concat();
     let mut hits: Vec<(f64, &str, &str, &str)> = Vec::new();
-    for server in manifest.servers() {
+    for server in manifest.servers().filter(|s| visible(&s.name)) {
         let server_words = words(&server.name);
         for tool in &server.tools {
             let score = if terms.is_empty() {
                 1.0
             } else {
-                score(
-                    &terms,
-                    &server_words,
-                    &tool.name,
-                    tool.title.as_deref(),
-                    &tool.description,
-                )
+                score(terms, &folded_query, &server_words, tool.words.get(tool))
             };
             if score > 0.0 {
                 hits.push((score, &server.name, &tool.name, &tool.description));
@@ -62,20 +152,9 @@ pub fn search(manifest: &Manifest, query: &str, limit: usize) -> Value {
     )
 }
 
-fn score(
-    terms: &[String],
-    server_words: &[String],
-    name: &str,
-    title: Option<&str>,
-    description: &str,
-) -> f64 {
-    let name_words = words(name);
-    let mut text_words = words(description);
-    if let Some(title) = title {
-        text_words.extend(words(title));
-    }
-    let folded_query: String = terms.concat();
-    let folded_name: String = name_words.concat();
+fn score(terms: &[String], folded_query: &str, server_words: &[String], tool: &Words) -> f64 {
+    let name_words = &tool.name;
+    let text_words = &tool.text;
     let mut total = 0.0;
     let mut matched = 0usize;
     for term in terms {
@@ -119,7 +198,7 @@ fn score(
     if matched == 0 {
         return 0.0;
     }
-    if folded_name == folded_query {
+    if tool.folded_name == folded_query {
         total += 20.0;
     }
     let coverage = matched as f64 / terms.len() as f64;
@@ -181,6 +260,34 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    fn search(m: &Manifest, query: &str, limit: usize) -> Value {
+        super::search(m, &Query::parse(query).unwrap(), limit, &|_| true)
+    }
+
+    #[test]
+    fn queries_over_the_bounds_are_refused_with_the_limit() {
+        let long = "a".repeat(MAX_QUERY_BYTES + 1);
+        let e = Query::parse(&long).unwrap_err();
+        assert!(e.code.is(ErrorCode::InvalidArgument));
+        assert!(
+            e.message.contains("1025 bytes, over the 1024-byte limit"),
+            "{e:?}"
+        );
+        let many: Vec<String> = (0..=MAX_QUERY_TERMS).map(|i| format!("w{i}")).collect();
+        let e = Query::parse(&many.join(" ")).unwrap_err();
+        assert!(e.message.contains("33 distinct words"), "{e:?}");
+        // Repeats and stop words do not count.
+        assert!(Query::parse(&"issue the ".repeat(100)).is_ok());
+    }
+
+    #[test]
+    fn servers_the_filter_hides_are_not_searched() {
+        let m = sample();
+        let q = Query::parse("").unwrap();
+        let hits = tools(&super::search(&m, &q, 100, &|s| s != "github"));
+        assert_eq!(hits, ["memory/create_entities"]);
     }
 
     #[test]

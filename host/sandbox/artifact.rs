@@ -96,7 +96,13 @@ async fn snapshot(engine: &Engine, linker: &Linker<ExecutionState>) -> anyhow::R
     let limits = SandboxLimits::default();
     let mut store = Store::new(
         engine,
-        ExecutionState::new(Mode::Search, ExecutionContext::default(), &limits),
+        ExecutionState::new(
+            Mode::Search,
+            ExecutionContext::default(),
+            &limits,
+            // Initialization calls no import; no deadline applies.
+            std::time::Instant::now() + std::time::Duration::from_secs(24 * 3600),
+        ),
     );
     store.set_fuel(u64::MAX).map_err(anyhow::Error::from)?;
     let mut wizer = wasmtime_wizer::Wizer::new();

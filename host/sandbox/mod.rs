@@ -14,6 +14,9 @@
 //!   worker thread. (No epoch interruption: it would check the same loop
 //!   headers fuel already checks, for a second 10-15% of interpreter speed;
 //!   see README's Sandbox section.)
+//! - **host work**: what the host does when the script calls an import is
+//!   metered against the same deadline and yields the worker after ~1 ms
+//!   (see [`meter`]); a result that arrives past the deadline is a timeout.
 //! - **memory**: a resource limiter on linear memory (`max_heap`), and the
 //!   QuickJS allocator limit a little below it;
 //! - **stack**: `max_wasm_stack` below the guest's shadow stack, so deep
@@ -24,6 +27,7 @@
 mod artifact;
 mod imports;
 mod limits;
+mod meter;
 mod output;
 
 use std::sync::Arc;
@@ -47,6 +51,7 @@ pub use output::json_len;
 use crate::call::{BoxFuture, CallLimits, Pipeline};
 pub use crate::call::{ExecutionContext, Mode};
 use crate::error::{Code, ErrorCode, ErrorKind, ExecutionError, ForgeError};
+use meter::HostMeter;
 
 /// Bindings generated from `wit/`, the single source of truth of the
 /// host–guest contract.
@@ -56,7 +61,10 @@ mod bindings {
         path: "wit",
         imports: {
             "quickforge:sandbox/calls.next-completion": async,
-            default: trappable,
+            // Every other import is async so that it can be metered and
+            // yield (see meter.rs); trappable so that it can refuse to run
+            // past the deadline.
+            default: async | trappable,
         },
         exports: { default: async },
     });
@@ -236,7 +244,7 @@ impl Sandbox {
         };
         // The time limit counts from when the execution gets its slot.
         let deadline = Instant::now() + self.limits.timeout;
-        let mut store = self.store(mode, cx);
+        let mut store = self.store(mode, cx, deadline);
         let options = wit::RunOptions {
             mode: match mode {
                 Mode::Search => wit::Mode::Search,
@@ -265,6 +273,10 @@ impl Sandbox {
         drop(permit);
         let result = match outcome {
             Err(_elapsed) => Err(self.timeout_error()),
+            // Whatever arrives after the deadline (host work that ran past
+            // it, a trap from an import entered too late) is a timeout: an
+            // execution never finishes `ok` past its limit.
+            _ if Instant::now() >= deadline => Err(self.timeout_error()),
             Ok(Err(trap)) => Err(self.classify_trap(&trap, memory_denied)),
             // The script's own error text leaves through here: redacted,
             // like every error text (ForgeErrors were redacted on entry).
@@ -303,8 +315,8 @@ impl Sandbox {
         }
     }
 
-    fn store(&self, mode: Mode, cx: ExecutionContext) -> Store<ExecutionState> {
-        let state = ExecutionState::new(mode, cx, &self.limits);
+    fn store(&self, mode: Mode, cx: ExecutionContext, deadline: Instant) -> Store<ExecutionState> {
+        let state = ExecutionState::new(mode, cx, &self.limits, deadline.into_std());
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.memory);
         store
@@ -524,10 +536,17 @@ struct ExecutionState {
     logs_dropped: u32,
     max_log_lines: usize,
     max_log_bytes: usize,
+    /// Host work done for the script, held to its deadline.
+    meter: HostMeter,
 }
 
 impl ExecutionState {
-    fn new(mode: Mode, cx: ExecutionContext, limits: &SandboxLimits) -> Self {
+    fn new(
+        mode: Mode,
+        cx: ExecutionContext,
+        limits: &SandboxLimits,
+        deadline: std::time::Instant,
+    ) -> Self {
         let call_limits = CallLimits {
             max_calls: limits.max_tool_calls,
             max_args_size: limits.max_args_size,
@@ -548,6 +567,7 @@ impl ExecutionState {
             logs_dropped: 0,
             max_log_lines: limits.max_log_lines,
             max_log_bytes: limits.max_log_bytes,
+            meter: HostMeter::new(deadline),
         }
     }
 }

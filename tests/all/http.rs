@@ -18,7 +18,7 @@ fn tls() {
 }
 
 /// Starts `quickforge serve --http 127.0.0.1:0` and returns it with its URL.
-async fn serve_http(config: &std::path::Path) -> (tokio::process::Child, String) {
+pub async fn serve_http(config: &std::path::Path) -> (tokio::process::Child, String) {
     let mut cmd = quickforge_cmd(Some(config));
     let mut child = cmd
         .args(["serve", "--http", "127.0.0.1:0"])

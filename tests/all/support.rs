@@ -8,8 +8,8 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use quickforge::{
-    BoxFuture, CacheDir, ExecutionContext, ForgeError, ManifestView, Mode, Report, Route, Sandbox,
-    SandboxLimits, SendRequest, Servers, Stash, Target,
+    BoxFuture, CacheDir, ExecutionContext, ForgeError, ManifestView, Mode, Query, Report, Route,
+    Sandbox, SandboxLimits, SendRequest, Servers, Stash, Target,
 };
 use serde_json::{Value, json};
 use tokio::sync::RwLock;
@@ -283,9 +283,11 @@ impl ManifestView for TestTools {
         ])
     }
 
-    fn search(&self, query: &str, limit: usize) -> Value {
+    fn search(&self, query: &Query, limit: usize, visible: &dyn Fn(&str) -> bool) -> Value {
+        let query = query.text();
         let hits: Vec<Value> = TOOLS
             .iter()
+            .filter(|(server, _, _)| visible(server))
             .filter(|(_, name, desc)| name.contains(query) || desc.to_lowercase().contains(&query.to_lowercase()))
             .take(limit)
             .map(|(server, name, desc)| json!({ "server": server, "tool": name, "description": desc }))

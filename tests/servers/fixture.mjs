@@ -35,6 +35,9 @@
 //   stats             how many sessions were initialized so far, and how
 //                     many calls were cancelled by the client
 //   tool_<i>          with --tools N: N synthetic tools with realistic schemas
+//   pathological      with --slow-schema: a tool whose argument pattern has a
+//                     backreference (catastrophic for a backtracking engine);
+//                     answers how many words it received
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
@@ -120,6 +123,20 @@ if (args.includes("--hostile")) {
       inputSchema: { type: "object", properties: Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`field_${i}`, { type: "string", description: "d".repeat(40) }])) },
     },
   );
+}
+
+if (args.includes("--slow-schema")) {
+  // A schema a backtracking regex engine takes seconds to check: a
+  // backreference after a nested quantifier, over many strings.
+  tools.push({
+    name: "pathological",
+    description: "Accepts words; its schema pattern backtracks catastrophically",
+    inputSchema: {
+      type: "object",
+      properties: { words: { type: "array", items: { type: "string", pattern: "^(a+)+\\1b$" } } },
+      required: ["words"],
+    },
+  });
 }
 
 const domains = ["issue", "pull_request", "repository", "branch", "commit", "release", "deployment", "incident", "ticket", "customer", "invoice", "payment", "document", "page", "database", "table", "dashboard", "alert"];
@@ -231,6 +248,8 @@ function makeServer() {
       case "expire_sessions":
         setImmediate(() => sessions.clear());
         return text({ expired: sessions.size });
+      case "pathological":
+        return text({ received: (a.words || []).length });
       case "stats":
         return text({ initialized, cancelled });
       case "whoami":

@@ -1,8 +1,8 @@
 //! The `manifest` global: the natives behind `manifest.servers`,
 //! `manifest.search` and `manifest.tool`, each a synchronous bridge to the
 //! `manifest` WIT import that returns JSON text for the prelude to parse.
-//! Only `tool` can fail; its failure is thrown as the array the prelude
-//! turns into a `ForgeError`.
+//! `search` and `tool` can fail; a failure is thrown as the array the
+//! prelude turns into a `ForgeError`.
 
 use rquickjs::{Ctx, Function, Object, Result};
 
@@ -17,8 +17,8 @@ pub fn register<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> Result<()> {
     )?;
     host.set(
         "manifestSearch",
-        Function::new(ctx.clone(), |query: String, limit: u32| {
-            manifest::search(&query, limit)
+        Function::new(ctx.clone(), |ctx: Ctx<'js>, query: String, limit: u32| {
+            manifest::search(&query, limit).map_err(|e| throw(&ctx, e))
         })?,
     )?;
     host.set(

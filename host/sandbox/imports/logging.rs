@@ -6,12 +6,19 @@ use super::super::bindings::quickforge::sandbox::types::LogLevel as WitLevel;
 use super::super::{ExecutionState, LogLevel, LogLine};
 
 impl Host for ExecutionState {
-    fn log(&mut self, level: WitLevel, message: String) -> wasmtime::Result<()> {
+    async fn log(&mut self, level: WitLevel, message: String) -> wasmtime::Result<()> {
+        self.metered(|s| s.keep_log(level, message)).await
+    }
+}
+
+impl ExecutionState {
+    /// Keeps one line, or counts it as dropped past the line or byte cap.
+    fn keep_log(&mut self, level: WitLevel, message: String) {
         if self.logs.len() >= self.max_log_lines
             || self.log_bytes + message.len() > self.max_log_bytes
         {
             self.logs_dropped = self.logs_dropped.saturating_add(1);
-            return Ok(());
+            return;
         }
         self.log_bytes += message.len();
         let level = match level {
@@ -21,6 +28,5 @@ impl Host for ExecutionState {
             WitLevel::Error => LogLevel::Error,
         };
         self.logs.push(LogLine { level, message });
-        Ok(())
     }
 }

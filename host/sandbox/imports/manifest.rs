@@ -1,27 +1,64 @@
-//! `manifest`: read-only queries, answered from the execution's manifest view.
+//! `manifest`: read-only queries, answered from the execution's manifest
+//! view as narrowed by its strict-group lock (see `call::view`).
+//!
+//! All three are metered like every import. `search` is the one whose work
+//! grows with the manifest (every tool of every server is ranked), so after
+//! its query passes the bounds it runs on a blocking thread: the worker is
+//! free meanwhile, and the execution's deadline can end the wait.
 
 use super::super::ExecutionState;
 use super::super::bindings::quickforge::sandbox::{manifest::Host, types::ForgeError as WitError};
+use crate::error::{ErrorCode, ForgeError};
+use crate::manifest::Query;
 
 impl Host for ExecutionState {
-    fn servers(&mut self) -> wasmtime::Result<String> {
-        Ok(self.pipeline.manifest().servers().to_string())
+    async fn servers(&mut self) -> wasmtime::Result<String> {
+        self.metered(|s| s.pipeline.manifest_servers().to_string())
+            .await
     }
 
-    fn search(&mut self, query: String, limit: u32) -> wasmtime::Result<String> {
-        Ok(self
-            .pipeline
-            .manifest()
-            .search(&query, limit as usize)
-            .to_string())
+    async fn search(
+        &mut self,
+        query: String,
+        limit: u32,
+    ) -> wasmtime::Result<Result<String, WitError>> {
+        let started = self.meter.enter()?;
+        let query = match Query::parse(&query) {
+            Ok(q) => q,
+            Err(e) => {
+                self.meter.leave(started).await;
+                return Ok(Err(e.into()));
+            }
+        };
+        let view = self.pipeline.manifest_view();
+        let visibility = self.pipeline.visibility();
+        let ranked = tokio::task::spawn_blocking(move || {
+            view.search(&query, limit as usize, &|server| visibility.server(server))
+                .to_string()
+        })
+        .await;
+        self.meter.yielded();
+        Ok(ranked.map_err(|e| {
+            tracing::error!(error = %e, "manifest.search failed on its thread");
+            ForgeError::new(
+                ErrorCode::Internal,
+                "manifest.search failed inside quickforge",
+            )
+            .into()
+        }))
     }
 
-    fn tool(&mut self, server: String, name: String) -> wasmtime::Result<Result<String, WitError>> {
-        Ok(self
-            .pipeline
-            .manifest()
-            .tool(&server, &name)
-            .map(|v| v.to_string())
-            .map_err(Into::into))
+    async fn tool(
+        &mut self,
+        server: String,
+        name: String,
+    ) -> wasmtime::Result<Result<String, WitError>> {
+        self.metered(|s| {
+            s.pipeline
+                .manifest_tool(&server, &name)
+                .map(|v| v.to_string())
+                .map_err(Into::into)
+        })
+        .await
     }
 }

@@ -84,6 +84,22 @@ impl From<ForgeError> for wit::ForgeError {
 }
 
 impl ExecutionState {
+    /// Runs one import's `work` under the execution's [`HostMeter`]
+    /// (see [`super::meter`]): refused once the deadline has passed, and
+    /// yielding the worker when the host has worked long enough for this
+    /// execution.
+    ///
+    /// [`HostMeter`]: super::meter::HostMeter
+    async fn metered<R: Send>(
+        &mut self,
+        work: impl FnOnce(&mut Self) -> R + Send,
+    ) -> wasmtime::Result<R> {
+        let started = self.meter.enter()?;
+        let out = work(self);
+        self.meter.leave(started).await;
+        Ok(out)
+    }
+
     /// Starts a tool call or resource read and returns its call id; it
     /// completes through `calls.next-completion`.
     fn start_call(&mut self, op: Op<'_>) -> Result<u32, wit::ForgeError> {

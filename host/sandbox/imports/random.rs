@@ -5,7 +5,7 @@ use super::super::ExecutionState;
 use super::super::bindings::quickforge::sandbox::random::Host;
 
 impl Host for ExecutionState {
-    fn seed(&mut self) -> wasmtime::Result<u64> {
+    async fn seed(&mut self) -> wasmtime::Result<u64> {
         getrandom::u64().map_err(|e| wasmtime::format_err!("no entropy for the guest's seed: {e}"))
     }
 }

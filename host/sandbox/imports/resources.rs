@@ -5,14 +5,17 @@ use super::super::bindings::quickforge::sandbox::{resources::Host, types::ForgeE
 use crate::call::Op;
 
 impl Host for ExecutionState {
-    fn start_read(
+    async fn start_read(
         &mut self,
         server: String,
         uri: String,
     ) -> wasmtime::Result<Result<u32, WitError>> {
-        Ok(self.start_call(Op::ReadResource {
-            server: &server,
-            uri: &uri,
-        }))
+        self.metered(|s| {
+            s.start_call(Op::ReadResource {
+                server: &server,
+                uri: &uri,
+            })
+        })
+        .await
     }
 }

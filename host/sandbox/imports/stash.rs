@@ -7,14 +7,14 @@ use super::super::bindings::quickforge::sandbox::{stash::Host, types::ForgeError
 use crate::call::{Op, Reply};
 
 impl Host for ExecutionState {
-    fn put(
+    async fn put(
         &mut self,
         key: String,
         value_json: String,
         ttl_secs: Option<u64>,
     ) -> wasmtime::Result<Result<(), WitError>> {
-        Ok(self
-            .stash(Op::StashPut {
+        self.metered(|s| {
+            s.stash(Op::StashPut {
                 key: &key,
                 value_json,
                 ttl: ttl_secs.map(Duration::from_secs),
@@ -22,31 +22,39 @@ impl Host for ExecutionState {
             .and_then(|r| match r {
                 Reply::Stored => Ok(()),
                 _ => Err(super::unexpected().into()),
-            }))
+            })
+        })
+        .await
     }
 
-    fn get(&mut self, key: String) -> wasmtime::Result<Result<Option<String>, WitError>> {
-        Ok(self
-            .stash(Op::StashGet { key: &key })
-            .and_then(|r| match r {
+    async fn get(&mut self, key: String) -> wasmtime::Result<Result<Option<String>, WitError>> {
+        self.metered(|s| {
+            s.stash(Op::StashGet { key: &key }).and_then(|r| match r {
                 Reply::Value(v) => Ok(v),
                 _ => Err(super::unexpected().into()),
-            }))
+            })
+        })
+        .await
     }
 
-    fn delete(&mut self, key: String) -> wasmtime::Result<Result<bool, WitError>> {
-        Ok(self
-            .stash(Op::StashDelete { key: &key })
-            .and_then(|r| match r {
-                Reply::Deleted(existed) => Ok(existed),
+    async fn delete(&mut self, key: String) -> wasmtime::Result<Result<bool, WitError>> {
+        self.metered(|s| {
+            s.stash(Op::StashDelete { key: &key })
+                .and_then(|r| match r {
+                    Reply::Deleted(existed) => Ok(existed),
+                    _ => Err(super::unexpected().into()),
+                })
+        })
+        .await
+    }
+
+    async fn keys(&mut self) -> wasmtime::Result<Result<Vec<String>, WitError>> {
+        self.metered(|s| {
+            s.stash(Op::StashKeys).and_then(|r| match r {
+                Reply::Keys(keys) => Ok(keys),
                 _ => Err(super::unexpected().into()),
-            }))
-    }
-
-    fn keys(&mut self) -> wasmtime::Result<Result<Vec<String>, WitError>> {
-        Ok(self.stash(Op::StashKeys).and_then(|r| match r {
-            Reply::Keys(keys) => Ok(keys),
-            _ => Err(super::unexpected().into()),
-        }))
+            })
+        })
+        .await
     }
 }
