@@ -59,6 +59,7 @@ pub use error::{Code, ErrorCode, ErrorKind, ExecutionError, ForgeError};
 pub use manifest::ManifestView;
 pub use sandbox::{CacheDir, LogLevel, LogLine, Report, Sandbox, SandboxLimits, Stats, json_len};
 pub use server::{FORGE_D_TS, instructions};
+pub use session::SessionLimits;
 pub use state::{At, Handle, MemoryStore, Stash, StashLimits, StateStore, Usage};
 pub use tokens::count as count_tokens;
 pub use validate::{Rejection, ValidatorLimits, validate};

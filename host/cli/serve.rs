@@ -125,11 +125,12 @@ async fn serve_http(
         config,
     );
     let cap = executor.session_cap.clone();
-    let router = axum::Router::new()
-        .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn(move |req, next| {
-            sessions_full(cap.clone(), req, next)
-        }));
+    let router =
+        axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn(move |req, next| {
+                sessions_full(cap.clone(), req, next)
+            }));
     // The one line on stdout in HTTP mode: where to connect. Tests and
     // scripts read it to learn the port when ADDR asked for port 0.
     println!("quickforge listening on http://{local}/mcp");
@@ -164,8 +165,8 @@ async fn sessions_full(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let opens = req.method() == axum::http::Method::POST
-        && !req.headers().contains_key("mcp-session-id");
+    let opens =
+        req.method() == axum::http::Method::POST && !req.headers().contains_key("mcp-session-id");
     if !(opens && cap.is_full()) {
         return next.run(req).await;
     }

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::memory::Bucket;
+use super::bucket::Bucket;
 use super::{Handle, StashLimits};
 use crate::error::{ErrorCode, ForgeError};
 

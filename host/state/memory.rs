@@ -9,71 +9,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::bucket::{Bucket, Entry, cost};
 use super::caps::Pool;
 use super::{At, Handle, Space, StashLimits, StateStore, Usage, check_key, check_put};
 use crate::error::{ErrorCode, ForgeError};
-
-struct Entry {
-    json: String,
-    expires: Instant,
-}
-
-/// What an entry costs the caps: its key and its value.
-fn cost(key: &str, json: &str) -> usize {
-    key.len() + json.len()
-}
-
-/// One stash: one handle's entries in one space.
-pub(super) struct Bucket {
-    entries: HashMap<String, Entry>,
-    /// Bytes of keys and values of `entries`.
-    pub(super) bytes: usize,
-    /// The last operation of this space on it (see `caps` for why reads
-    /// from another space do not count).
-    pub(super) last_used: Instant,
-}
-
-impl Bucket {
-    fn new(now: Instant) -> Bucket {
-        Bucket {
-            entries: HashMap::new(),
-            bytes: 0,
-            last_used: now,
-        }
-    }
-
-    /// Drops expired entries; the bytes freed.
-    pub(super) fn purge(&mut self, now: Instant) -> usize {
-        let mut freed = 0;
-        self.entries.retain(|k, e| {
-            let live = e.expires > now;
-            if !live {
-                freed += cost(k, &e.json);
-            }
-            live
-        });
-        self.bytes -= freed;
-        freed
-    }
-
-    pub(super) fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    fn live(&self, key: &str, now: Instant) -> Option<&str> {
-        self.entries
-            .get(key)
-            .filter(|e| e.expires > now)
-            .map(|e| e.json.as_str())
-    }
-
-    fn live_keys(&self, now: Instant) -> impl Iterator<Item = &String> {
-        self.entries
-            .iter()
-            .filter(move |(_, e)| e.expires > now)
-            .map(|(k, _)| k)
-    }
-}
 
 /// Stashes in this process's memory, lost when it exits.
 pub struct MemoryStore {
@@ -133,8 +72,7 @@ impl StateStore for MemoryStore {
             if after > self.limits.max_total_size {
                 return Err(self.stash_full(format!(
                     "storing {} more bytes would put the stash over its {}-byte limit",
-                    size,
-                    self.limits.max_total_size
+                    size, self.limits.max_total_size
                 )));
             }
             pool.make_room(after, new_bucket, &self.limits, now)?;

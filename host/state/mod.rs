@@ -23,6 +23,7 @@
 //! that nothing one space does — filling, deleting, being evicted — shows in
 //! another. SECURITY.md lists the channels this closes and those it leaves.
 
+mod bucket;
 pub mod caps;
 pub mod memory;
 
@@ -106,7 +107,10 @@ impl Handle {
 
     /// A fresh handle from the OS random source.
     pub fn random() -> Handle {
-        Handle(crate::audit::random_id(Self::RANDOM_BYTES).into())
+        let mut bytes = [0u8; Self::RANDOM_BYTES];
+        // Without the OS random source no handle is safe to hand out.
+        getrandom::fill(&mut bytes).expect("the OS random source works");
+        Handle(hex::encode(bytes).into())
     }
 
     /// The handle's text.
@@ -153,8 +157,13 @@ pub trait StateStore: Send + Sync + 'static {
     /// Stores `json` under `key` at `at` for `ttl` (or the default TTL).
     /// `STASH_FULL` when the stash or its space's share of the gateway is
     /// full (retryable when only stashes in use stand in the way).
-    fn put(&self, at: At<'_>, key: &str, json: String, ttl: Option<Duration>)
-    -> Result<(), ForgeError>;
+    fn put(
+        &self,
+        at: At<'_>,
+        key: &str,
+        json: String,
+        ttl: Option<Duration>,
+    ) -> Result<(), ForgeError>;
 
     /// The live JSON under `key`: from `at`'s own space, else (for a strict
     /// group's space) from the handle's public space.

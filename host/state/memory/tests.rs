@@ -39,11 +39,19 @@ async fn values_expire_after_their_ttl() {
     tokio::time::advance(Duration::from_secs(6)).await;
     assert_eq!(s.get(at(&h, None), "a").unwrap(), None);
     assert_eq!(s.keys(at(&h, None)).unwrap(), ["b"]);
-    assert!(!s.delete(at(&h, None), "a").unwrap(), "an expired key is not live");
+    assert!(
+        !s.delete(at(&h, None), "a").unwrap(),
+        "an expired key is not live"
+    );
     tokio::time::advance(Duration::from_secs(60)).await;
     assert_eq!(s.get(at(&h, None), "b").unwrap(), None, "the default TTL");
     let e = s
-        .put(at(&h, None), "c", "1".into(), Some(Duration::from_secs(601)))
+        .put(
+            at(&h, None),
+            "c",
+            "1".into(),
+            Some(Duration::from_secs(601)),
+        )
         .unwrap_err();
     assert_eq!(e.code, "STASH_TTL_TOO_LONG");
 }
@@ -88,21 +96,39 @@ async fn idle_stashes_are_evicted_least_recently_used_first() {
     assert_eq!(e.code, "STASH_FULL");
     assert!(e.retryable, "{e:?}");
     assert!(e.message.contains("3 stashes"), "{}", e.message);
-    assert_eq!(s.usage(), Usage { stashes: 3, bytes: 300 });
+    assert_eq!(
+        s.usage(),
+        Usage {
+            stashes: 3,
+            bytes: 300
+        }
+    );
     tokio::time::advance(Duration::from_secs(20)).await;
     // Reading `a` makes `b` the least recently used.
     s.get(at(&a, None), "k").unwrap();
     s.put(at(&d, None), "k", value(100), None).unwrap();
     assert_eq!(s.get(at(&b, None), "k").unwrap(), None, "b was evicted");
     assert!(s.get(at(&a, None), "k").unwrap().is_some());
-    assert_eq!(s.usage(), Usage { stashes: 3, bytes: 300 });
+    assert_eq!(
+        s.usage(),
+        Usage {
+            stashes: 3,
+            bytes: 300
+        }
+    );
     // Bytes: a grows to 200, and 400 > 350 evicts the least recently used
     // idle stash other than a (c), not a itself.
     tokio::time::advance(Duration::from_secs(20)).await;
     s.put(at(&a, None), "j", value(100), None).unwrap();
     assert_eq!(s.get(at(&c, None), "k").unwrap(), None, "c was evicted");
     assert_eq!(s.keys(at(&a, None)).unwrap(), ["j", "k"]);
-    assert_eq!(s.usage(), Usage { stashes: 2, bytes: 300 });
+    assert_eq!(
+        s.usage(),
+        Usage {
+            stashes: 2,
+            bytes: 300
+        }
+    );
 }
 
 /// Expired entries make room before anything live is evicted.
@@ -134,14 +160,18 @@ async fn spaces_cannot_see_delete_or_sense_one_another() {
     assert_eq!(s.get(at(&h, Some(&beta)), "a").unwrap(), None);
     assert_eq!(s.get(at(&h, Some(&beta)), "pub").unwrap(), Some("1".into()));
     assert!(!s.delete(at(&h, Some(&beta)), "a").unwrap());
-    assert!(!s.delete(at(&h, Some(&beta)), "pub").unwrap(), "no deletion in public");
+    assert!(
+        !s.delete(at(&h, Some(&beta)), "pub").unwrap(),
+        "no deletion in public"
+    );
     assert_eq!(s.get(at(&h, None), "pub").unwrap(), Some("1".into()));
     assert_eq!(s.keys(at(&h, Some(&alpha))).unwrap(), ["a", "pub"]);
     assert_eq!(s.keys(at(&h, None)).unwrap(), ["pub"]);
     // Beta fills its space's stashes and most of its bytes ...
     for _ in 0..3 {
         let other = Handle::random();
-        s.put(at(&other, Some(&beta)), "k", value(100), None).unwrap();
+        s.put(at(&other, Some(&beta)), "k", value(100), None)
+            .unwrap();
     }
     let e = s
         .put(at(&Handle::random(), Some(&beta)), "k", "1".into(), None)
@@ -178,7 +208,11 @@ async fn group_reads_do_not_refresh_the_public_space() {
     s.get(at(&a, Some(&beta)), "k").unwrap();
     s.keys(at(&a, Some(&beta))).unwrap();
     s.put(at(&d, None), "k", "1".into(), None).unwrap();
-    assert_eq!(s.get(at(&a, None), "k").unwrap(), None, "a was still the LRU");
+    assert_eq!(
+        s.get(at(&a, None), "k").unwrap(),
+        None,
+        "a was still the LRU"
+    );
 }
 
 /// Releasing a handle frees all it held, in every space; others keep theirs.
@@ -191,7 +225,13 @@ async fn release_frees_a_handle_everywhere() {
     s.put(at(&h, Some(&alpha)), "k", value(50), None).unwrap();
     s.put(at(&other, None), "k", value(10), None).unwrap();
     s.release(&h);
-    assert_eq!(s.usage(), Usage { stashes: 1, bytes: 10 });
+    assert_eq!(
+        s.usage(),
+        Usage {
+            stashes: 1,
+            bytes: 10
+        }
+    );
     assert_eq!(s.get(at(&h, Some(&alpha)), "k").unwrap(), None);
 }
 
