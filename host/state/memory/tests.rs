@@ -24,6 +24,10 @@ fn at<'a>(handle: &'a Handle, space: Option<&'a Arc<str>>) -> At<'a> {
     At { handle, space }
 }
 
+fn usage(stashes: usize, bytes: usize) -> Usage {
+    Usage { stashes, bytes }
+}
+
 /// A value whose entry costs exactly `n` bytes under the one-byte key "k".
 fn value(n: usize) -> String {
     format!("\"{}\"", "x".repeat(n - 3))
@@ -53,7 +57,7 @@ async fn values_expire_after_their_ttl() {
             Some(Duration::from_secs(601)),
         )
         .unwrap_err();
-    assert_eq!(e.code, "STASH_TTL_TOO_LONG");
+    assert!(e.code.is(ErrorCode::StashTtlTooLong), "{e:?}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -64,7 +68,7 @@ async fn a_stash_refuses_past_its_keys_and_bytes_and_keeps_what_it_had() {
         s.put(at(&h, None), k, "1".into(), None).unwrap();
     }
     let e = s.put(at(&h, None), "e", "1".into(), None).unwrap_err();
-    assert_eq!(e.code, "STASH_FULL");
+    assert!(e.code.is(ErrorCode::StashFull), "{e:?}");
     assert!(!e.retryable, "only deleting keys helps");
     // Replacing an existing key is not a new key.
     s.put(at(&h, None), "a", "2".into(), None).unwrap();
@@ -72,11 +76,11 @@ async fn a_stash_refuses_past_its_keys_and_bytes_and_keeps_what_it_had() {
     s.put(at(&h2, None), "k", value(100), None).unwrap();
     s.put(at(&h2, None), "j", value(100), None).unwrap();
     let e = s.put(at(&h2, None), "i", "1".into(), None).unwrap_err();
-    assert_eq!(e.code, "STASH_FULL");
+    assert!(e.code.is(ErrorCode::StashFull), "{e:?}");
     assert!(e.message.contains("200-byte limit"), "{}", e.message);
     assert_eq!(s.get(at(&h2, None), "k").unwrap(), Some(value(100)));
     let e = s.put(at(&h2, None), "big", value(200), None).unwrap_err();
-    assert_eq!(e.code, "STASH_VALUE_TOO_LARGE");
+    assert!(e.code.is(ErrorCode::StashValueTooLarge), "{e:?}");
 }
 
 /// Under pressure, the least recently used idle stash goes first; the stash
@@ -93,42 +97,24 @@ async fn idle_stashes_are_evicted_least_recently_used_first() {
     s.put(at(&c, None), "k", value(100), None).unwrap();
     // Three stashes: the space's limit. All used in the last 10 s.
     let e = s.put(at(&d, None), "k", value(100), None).unwrap_err();
-    assert_eq!(e.code, "STASH_FULL");
+    assert!(e.code.is(ErrorCode::StashFull), "{e:?}");
     assert!(e.retryable, "{e:?}");
     assert!(e.message.contains("3 stashes"), "{}", e.message);
-    assert_eq!(
-        s.usage(),
-        Usage {
-            stashes: 3,
-            bytes: 300
-        }
-    );
+    assert_eq!(s.usage(), usage(3, 300));
     tokio::time::advance(Duration::from_secs(20)).await;
     // Reading `a` makes `b` the least recently used.
     s.get(at(&a, None), "k").unwrap();
     s.put(at(&d, None), "k", value(100), None).unwrap();
     assert_eq!(s.get(at(&b, None), "k").unwrap(), None, "b was evicted");
     assert!(s.get(at(&a, None), "k").unwrap().is_some());
-    assert_eq!(
-        s.usage(),
-        Usage {
-            stashes: 3,
-            bytes: 300
-        }
-    );
+    assert_eq!(s.usage(), usage(3, 300));
     // Bytes: a grows to 200, and 400 > 350 evicts the least recently used
     // idle stash other than a (c), not a itself.
     tokio::time::advance(Duration::from_secs(20)).await;
     s.put(at(&a, None), "j", value(100), None).unwrap();
     assert_eq!(s.get(at(&c, None), "k").unwrap(), None, "c was evicted");
     assert_eq!(s.keys(at(&a, None)).unwrap(), ["j", "k"]);
-    assert_eq!(
-        s.usage(),
-        Usage {
-            stashes: 2,
-            bytes: 300
-        }
-    );
+    assert_eq!(s.usage(), usage(2, 300));
 }
 
 /// Expired entries make room before anything live is evicted.
@@ -176,7 +162,7 @@ async fn spaces_cannot_see_delete_or_sense_one_another() {
     let e = s
         .put(at(&Handle::random(), Some(&beta)), "k", "1".into(), None)
         .unwrap_err();
-    assert_eq!(e.code, "STASH_FULL");
+    assert!(e.code.is(ErrorCode::StashFull), "{e:?}");
     // ... and alpha and the public space can still store exactly as much.
     for space in [Some(&alpha), None] {
         s.put(at(&Handle::random(), space), "k", value(100), None)
@@ -225,13 +211,7 @@ async fn release_frees_a_handle_everywhere() {
     s.put(at(&h, Some(&alpha)), "k", value(50), None).unwrap();
     s.put(at(&other, None), "k", value(10), None).unwrap();
     s.release(&h);
-    assert_eq!(
-        s.usage(),
-        Usage {
-            stashes: 1,
-            bytes: 10
-        }
-    );
+    assert_eq!(s.usage(), usage(1, 10));
     assert_eq!(s.get(at(&h, Some(&alpha)), "k").unwrap(), None);
 }
 
