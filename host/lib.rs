@@ -19,7 +19,10 @@
 //!   route step for live servers;
 //! - `manifest` — the model scripts query, search, TypeScript rendering;
 //! - `policy` — tool policy, strict server groups, rate limits;
-//! - `stash` — the per-session key-value store;
+//! - `state` — the stash behind a handle-keyed store, with the gateway's
+//!   caps and one space per strict group;
+//! - `session` — one client session: its stash handle, its share of the
+//!   execution slots, the cap on live sessions;
 //! - `audit` — one JSON line per execution, for investigation;
 //! - `redact` — secrets out of every error text and log line;
 //! - `error` — the typed failures and the one vocabulary of codes;
@@ -38,7 +41,8 @@ mod manifest;
 mod policy;
 mod sandbox;
 mod server;
-mod stash;
+mod session;
+mod state;
 mod stdio;
 mod suggest;
 mod tokens;
@@ -55,6 +59,7 @@ pub use error::{Code, ErrorCode, ErrorKind, ExecutionError, ForgeError};
 pub use manifest::{ManifestView, Query};
 pub use sandbox::{CacheDir, LogLevel, LogLine, Report, Sandbox, SandboxLimits, Stats, json_len};
 pub use server::{FORGE_D_TS, instructions};
-pub use stash::{Stash, StashLimits};
+pub use session::SessionLimits;
+pub use state::{At, Handle, MemoryStore, Stash, StashLimits, StateStore, Usage};
 pub use tokens::count as count_tokens;
 pub use validate::{Rejection, ValidatorLimits, validate};

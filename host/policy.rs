@@ -147,7 +147,7 @@ pub struct ServerGroup {
 /// into a strict group's server locks the execution to that group; calls
 /// into another strict group are refused for the rest of the execution.
 /// Open groups and ungrouped servers stay reachable. The lock also scopes
-/// the stash (see [`crate::stash`]).
+/// the stash (see [`crate::state`]).
 #[derive(Debug, Default)]
 pub struct GroupLock {
     locked: Mutex<Option<Arc<str>>>,

@@ -3,7 +3,8 @@
 //! carry the TypeScript definitions of the whole script API (`forge.d.ts`).
 //!
 //! One [`ForgeServer`] serves one client session (a stdio connection, or one
-//! streamable-HTTP session) and owns that session's stash.
+//! streamable-HTTP session) and holds that session's [`Session`]: its stash
+//! handle and its share of the execution slots.
 
 use std::sync::Arc;
 
@@ -18,7 +19,8 @@ use serde_json::{Value, json};
 
 use crate::gateway::{Gateway, STARTUP_WAIT};
 use crate::sandbox::{ExecutionContext, LogLevel, Mode, Report, Sandbox};
-use crate::stash::{Stash, StashLimits};
+use crate::session::{Session, SessionCap, SessionLimits};
+use crate::state::{MemoryStore, StashLimits, StateStore};
 
 /// The TypeScript definitions of the script API, as the guest exposes it
 /// (tests/all/dts.rs checks they match).
@@ -72,8 +74,12 @@ pub struct Executor {
     pub sandbox: Arc<Sandbox>,
     /// Downstream servers and the manifest.
     pub gateway: Arc<Gateway>,
-    /// Bounds of each session's stash.
-    pub stash_limits: StashLimits,
+    /// Where every session's stash lives, with the gateway's caps.
+    pub store: Arc<dyn StateStore>,
+    /// Bounds on sessions: how many, and each one's share of the slots.
+    pub sessions: SessionLimits,
+    /// The live HTTP sessions, against `sessions.max_sessions`.
+    pub session_cap: SessionCap,
     /// Running executions, so shutdown can let them finish.
     pub running: tokio_util::task::TaskTracker,
     /// `max_executions_per_minute`, across all sessions.
@@ -86,23 +92,34 @@ pub struct Executor {
 }
 
 impl Executor {
-    /// An executor over `sandbox` and `gateway`, whose sessions' stashes are
-    /// bounded by `stash_limits`; validating, with no rate limit and no
-    /// audit log until the `with_*` methods say otherwise.
+    /// An executor over `sandbox` and `gateway`, whose sessions' stashes
+    /// live in a memory store bounded by `stash_limits`; validating, with
+    /// the default session limits, no rate limit and no audit log until the
+    /// `with_*` methods say otherwise.
     pub fn new(
         sandbox: Arc<Sandbox>,
         gateway: Arc<Gateway>,
         stash_limits: StashLimits,
     ) -> Executor {
+        let sessions = SessionLimits::for_slots(sandbox.limits().max_concurrent);
         Executor {
             sandbox,
             gateway,
-            stash_limits,
+            store: Arc::new(MemoryStore::new(stash_limits)),
+            sessions,
+            session_cap: SessionCap::new(sessions.max_sessions),
             running: tokio_util::task::TaskTracker::new(),
             rate: None,
             validate: true,
             audit: None,
         }
+    }
+
+    /// Bounds sessions by `limits`.
+    pub fn with_sessions(mut self, limits: SessionLimits) -> Executor {
+        self.session_cap = SessionCap::new(limits.max_sessions);
+        self.sessions = limits;
+        self
     }
 
     /// Records every execution in `log`.
@@ -125,13 +142,14 @@ impl Executor {
         self
     }
 
-    /// How long an execution admitted now may still take: its wait for a
-    /// free slot, its time limit, and a second for validation and answering.
+    /// How long an execution admitted now may still take: its waits for a
+    /// slot of its session and a slot of the sandbox, its time limit, and a
+    /// second for validation and answering.
     /// (A wait for servers still starting up is not counted: shutting down
     /// right after start-up should not take half a minute.)
     pub fn drain_grace(&self) -> std::time::Duration {
         let limits = self.sandbox.limits();
-        limits.max_queue_wait + limits.timeout + std::time::Duration::from_secs(1)
+        limits.max_queue_wait * 2 + limits.timeout + std::time::Duration::from_secs(1)
     }
 
     /// Stops taking executions and waits for the running ones, at most
@@ -155,19 +173,38 @@ impl Executor {
 #[derive(Clone)]
 pub struct ForgeServer {
     executor: Arc<Executor>,
-    stash: Arc<Stash>,
-    /// Random; names the session in the audit log.
-    session: Arc<str>,
+    session: Arc<Session>,
 }
 
 impl ForgeServer {
-    /// A new session with an empty stash.
+    /// A new session with an empty stash, outside the session cap (a stdio
+    /// connection: one per process).
     pub fn new(executor: Arc<Executor>) -> ForgeServer {
-        let stash = Arc::new(Stash::new(executor.stash_limits.clone()));
+        ForgeServer::with_place(executor, None)
+    }
+
+    /// A new HTTP session, or an error saying the gateway already serves
+    /// `max_sessions`.
+    pub fn open(executor: Arc<Executor>) -> std::io::Result<ForgeServer> {
+        let place = executor
+            .session_cap
+            .try_open()
+            .map_err(std::io::Error::other)?;
+        Ok(ForgeServer::with_place(executor, Some(place)))
+    }
+
+    fn with_place(
+        executor: Arc<Executor>,
+        place: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) -> ForgeServer {
+        let session = Session::new(
+            executor.store.clone(),
+            executor.sessions.max_concurrent_per_session,
+            place,
+        );
         ForgeServer {
             executor,
-            stash,
-            session: crate::audit::random_id(8).into(),
+            session: Arc::new(session),
         }
     }
 
@@ -180,7 +217,7 @@ impl ForgeServer {
         let mut audited = Audited {
             audit,
             arrival: crate::audit::Arrival {
-                session: &self.session,
+                session: &self.session.id,
                 at: std::time::SystemTime::now(),
                 mode,
                 code,
@@ -193,8 +230,9 @@ impl ForgeServer {
         report
     }
 
-    /// Runs `code` unless the gateway is closing or over its execution
-    /// rate, recording its operations in `trail`.
+    /// Runs `code` unless the gateway is closing, over its execution rate,
+    /// or the session holds its share of the slots, recording its
+    /// operations in `trail`.
     async fn admit(
         &self,
         mode: Mode,
@@ -217,7 +255,17 @@ impl ForgeServer {
         }
         self.executor
             .running
-            .track_future(self.run_now(mode, code, trail))
+            .track_future(async {
+                let limits = self.executor.sandbox.limits();
+                match self
+                    .session
+                    .slot(limits.max_queue_wait, limits.max_concurrent)
+                    .await
+                {
+                    Ok(_slot) => self.run_now(mode, code, trail).await,
+                    Err(busy) => Report::refused(busy),
+                }
+            })
             .await
     }
 
@@ -258,7 +306,7 @@ impl ForgeServer {
         let cx = ExecutionContext {
             servers: Arc::new(gateway.router(&snapshot)),
             manifest: Arc::new(snapshot),
-            stash: self.stash.clone(),
+            stash: self.session.stash.clone(),
             audit: trail,
         };
         self.executor.sandbox.run(mode, code, cx).await

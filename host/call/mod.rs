@@ -58,7 +58,7 @@ use crate::audit::trail::SharedTrail;
 use crate::error::{ErrorCode, ForgeError};
 use crate::manifest::ManifestView;
 use crate::policy::GroupLock;
-use crate::stash::Stash;
+use crate::state::Stash;
 
 pub use guard::Guards;
 
@@ -366,7 +366,7 @@ impl Pipeline {
                         .map(|()| Reply::Stored)?,
                     Op::StashGet { key } => Reply::Value(store.get(space, key)?),
                     Op::StashDelete { key } => Reply::Deleted(store.delete(space, key)?),
-                    Op::StashKeys => Reply::Keys(store.keys(space)),
+                    Op::StashKeys => Reply::Keys(store.keys(space)?),
                     Op::CallTool { .. } | Op::ReadResource { .. } => unreachable!("matched above"),
                 };
                 Ok(Started::Done(reply))

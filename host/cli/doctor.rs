@@ -244,6 +244,19 @@ fn limit_warnings(config: &Config) -> Vec<String> {
             memory >> 30
         ));
     }
+    // Each space has its own share of the gateway's stash memory.
+    let spaces = 1 + config
+        .groups
+        .iter()
+        .filter(|g| g.isolation == crate::config::Isolation::Strict)
+        .count();
+    let stash = config.stash.max_gateway_size.saturating_mul(spaces);
+    if stash > 4 << 30 {
+        w.push(format!(
+            "sandbox.stash.max_gateway_size x {spaces} spaces (public + strict groups) allows {} GiB of stash memory",
+            stash >> 30
+        ));
+    }
     if s.max_tool_calls == 0 {
         w.push("sandbox.max_tool_calls is 0: execute can call no tools".into());
     }

@@ -120,11 +120,17 @@ async fn serve_http(
         .with_cancellation_token(shutdown.child_token());
     let factory_shared = executor.clone();
     let service = StreamableHttpService::new(
-        move || Ok(ForgeServer::new(factory_shared.clone())),
+        move || ForgeServer::open(factory_shared.clone()),
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let cap = executor.session_cap.clone();
+    let router =
+        axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn(move |req, next| {
+                sessions_full(cap.clone(), req, next)
+            }));
     // The one line on stdout in HTTP mode: where to connect. Tests and
     // scripts read it to learn the port when ADDR asked for port 0.
     println!("quickforge listening on http://{local}/mcp");
@@ -146,6 +152,38 @@ async fn serve_http(
             ExitCode::from(EXIT_FAILED)
         }
     }
+}
+
+/// Refuses a request that would open a session (one without
+/// `Mcp-Session-Id`) while the gateway serves `max_sessions`: HTTP 503 with
+/// `Retry-After` and a JSON-RPC error saying why, where rmcp's own refusal
+/// (the session factory failing, which still guards against a race here)
+/// would be a bare 500.
+async fn sessions_full(
+    cap: crate::session::SessionCap,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let opens =
+        req.method() == axum::http::Method::POST && !req.headers().contains_key("mcp-session-id");
+    if !(opens && cap.is_full()) {
+        return next.run(req).await;
+    }
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32000, "message": cap.full()},
+    });
+    (
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        [(
+            axum::http::header::RETRY_AFTER,
+            crate::session::RETRY_AFTER_SECS.to_string(),
+        )],
+        axum::Json(body),
+    )
+        .into_response()
 }
 
 /// Marks every file descriptor above stderr that this process inherited

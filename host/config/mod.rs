@@ -22,7 +22,8 @@ pub use expand::{expand, references_with_fallbacks};
 pub use servers::{GroupConfig, INHERITED_ENV, Isolation, ManifestConfig, ServerConfig, Transport};
 
 use crate::sandbox::{CacheDir, MIN_HEAP, SandboxLimits};
-use crate::stash::StashLimits;
+use crate::session::SessionLimits;
+use crate::state::StashLimits;
 
 /// A configuration problem, naming the file and what to fix.
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +77,8 @@ pub struct Config {
     pub sandbox: SandboxLimits,
     /// `[sandbox.stash]`.
     pub stash: StashLimits,
+    /// `[sandbox] max_sessions` and `max_concurrent_per_session`.
+    pub sessions: SessionLimits,
     /// `[sandbox] cache_dir`.
     pub cache_dir: CacheDir,
     /// `[servers.NAME]`, sorted by name.
@@ -101,6 +104,7 @@ impl Default for Config {
             source: None,
             sandbox: SandboxLimits::default(),
             stash: StashLimits::default(),
+            sessions: SessionLimits::for_slots(SandboxLimits::default().max_concurrent),
             cache_dir: CacheDir::default(),
             servers: Vec::new(),
             groups: Vec::new(),
@@ -184,6 +188,8 @@ struct RawSandbox {
     max_tool_calls: u32,
     max_args_size: usize,
     max_concurrent: usize,
+    max_concurrent_per_session: Option<usize>,
+    max_sessions: usize,
     max_queue_wait_ms: u64,
     max_log_lines: usize,
     max_log_bytes: usize,
@@ -208,6 +214,8 @@ impl Default for RawSandbox {
             max_tool_calls: d.max_tool_calls,
             max_args_size: d.max_args_size,
             max_concurrent: d.max_concurrent,
+            max_concurrent_per_session: None,
+            max_sessions: SessionLimits::for_slots(d.max_concurrent).max_sessions,
             max_queue_wait_ms: d.max_queue_wait.as_millis() as u64,
             max_log_lines: d.max_log_lines,
             max_log_bytes: d.max_log_bytes,
@@ -314,22 +322,24 @@ impl Config {
             ("max_output_size", s.max_output_size as u128),
             ("max_args_size", s.max_args_size as u128),
             ("max_concurrent", s.max_concurrent as u128),
+            ("max_sessions", s.max_sessions as u128),
             ("stash.max_keys", s.stash.max_keys as u128),
             ("stash.max_value_size", s.stash.max_value_size as u128),
             ("stash.max_total_size", s.stash.max_total_size as u128),
             ("stash.default_ttl_secs", s.stash.default_ttl_secs as u128),
+            ("stash.max_stashes", s.stash.max_stashes as u128),
         ];
         for (key, value) in positive {
             if value == 0 {
                 return Err(invalid(key, "must be greater than 0".into()));
             }
         }
-        if s.stash.max_ttl_secs > crate::stash::MAX_TTL_SECS {
+        if s.stash.max_ttl_secs > crate::state::MAX_TTL_SECS {
             return Err(invalid(
                 "stash.max_ttl_secs",
                 format!(
                     "must be at most {} (30 days), got {}",
-                    crate::stash::MAX_TTL_SECS,
+                    crate::state::MAX_TTL_SECS,
                     s.stash.max_ttl_secs
                 ),
             ));
@@ -342,6 +352,29 @@ impl Config {
                     s.stash.max_ttl_secs, s.stash.default_ttl_secs
                 ),
             ));
+        }
+        if s.stash.max_gateway_size < s.stash.max_total_size {
+            return Err(invalid(
+                "stash.max_gateway_size",
+                format!(
+                    "must be at least stash.max_total_size ({}), so one full stash fits, got {}",
+                    s.stash.max_total_size, s.stash.max_gateway_size
+                ),
+            ));
+        }
+        let mut sessions = SessionLimits::for_slots(s.max_concurrent);
+        sessions.max_sessions = s.max_sessions;
+        if let Some(share) = s.max_concurrent_per_session {
+            if !(1..=s.max_concurrent).contains(&share) {
+                return Err(invalid(
+                    "max_concurrent_per_session",
+                    format!(
+                        "must be from 1 to max_concurrent ({}), got {share}",
+                        s.max_concurrent
+                    ),
+                ));
+            }
+            sessions.max_concurrent_per_session = share;
         }
         let executions_per_minute = match s.max_executions_per_minute {
             None => None,
@@ -375,6 +408,7 @@ impl Config {
                 max_log_bytes: s.max_log_bytes,
             },
             stash: s.stash,
+            sessions,
             cache_dir: s.cache_dir.map_or(CacheDir::Default, CacheDir::Path),
             servers: downstream.servers,
             groups: downstream.groups,

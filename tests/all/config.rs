@@ -268,6 +268,11 @@ fn the_example_config_documents_every_key_and_loads() {
         "max_total_size",
         "default_ttl_secs",
         "max_ttl_secs",
+        "max_stashes",
+        "max_gateway_size",
+        "evict_idle_secs",
+        "max_sessions",
+        "max_concurrent_per_session",
         "max_in_flight",
         "max_response_mb",
         "allow",
@@ -357,4 +362,37 @@ fn the_audit_section_is_checked_and_its_file_resolved() {
     );
     let e = error("[audit]\nfiel = \"a.jsonl\"\n");
     assert!(e.contains("fiel"), "unknown keys are errors: {e}");
+}
+
+/// The whole-gateway caps (issue 16, item 2) have defaults that fit each
+/// other, and settings that cannot work are refused with the key.
+#[test]
+fn session_and_gateway_stash_caps_are_checked() {
+    let c = parse("[sandbox]\nmax_concurrent = 5\n").unwrap();
+    assert_eq!(c.sessions.max_concurrent_per_session, 3, "half, rounded up");
+    assert_eq!(c.sessions.max_sessions, 64);
+    assert!(c.stash.max_gateway_size >= c.stash.max_total_size);
+    let c = parse("[sandbox]\nmax_sessions = 2\nmax_concurrent_per_session = 1\n\n[sandbox.stash]\nmax_stashes = 3\nmax_gateway_size = 16777216\nevict_idle_secs = 0\n").unwrap();
+    assert_eq!(
+        (
+            c.sessions.max_sessions,
+            c.sessions.max_concurrent_per_session
+        ),
+        (2, 1)
+    );
+    assert_eq!((c.stash.max_stashes, c.stash.evict_idle_secs), (3, 0));
+    let e = error("[sandbox]\nmax_concurrent = 4\nmax_concurrent_per_session = 5\n");
+    assert!(
+        e.contains("forge.toml:3")
+            && e.contains("sandbox.max_concurrent_per_session")
+            && e.contains("from 1 to max_concurrent (4)"),
+        "{e}"
+    );
+    let e = error("[sandbox.stash]\nmax_gateway_size = 1024\n");
+    assert!(
+        e.contains("sandbox.stash.max_gateway_size") && e.contains("at least stash.max_total_size"),
+        "{e}"
+    );
+    let e = error("[sandbox]\nmax_sessions = 0\n");
+    assert!(e.contains("sandbox.max_sessions"), "{e}");
 }

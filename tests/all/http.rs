@@ -13,12 +13,12 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::mcp::*;
 
-fn tls() {
+pub(crate) fn tls() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// Starts `quickforge serve --http 127.0.0.1:0` and returns it with its URL.
-pub async fn serve_http(config: &std::path::Path) -> (tokio::process::Child, String) {
+pub(crate) async fn serve_http(config: &std::path::Path) -> (tokio::process::Child, String) {
     let mut cmd = quickforge_cmd(Some(config));
     let mut child = cmd
         .args(["serve", "--http", "127.0.0.1:0"])
@@ -41,7 +41,7 @@ pub async fn serve_http(config: &std::path::Path) -> (tokio::process::Child, Str
     (child, url)
 }
 
-async fn call(
+pub(crate) async fn call(
     client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
     tool: &str,
     code: &str,

@@ -19,5 +19,6 @@ mod load;
 mod mcp;
 mod policy;
 mod soak;
+mod state;
 mod support;
 mod validator;

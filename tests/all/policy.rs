@@ -89,7 +89,7 @@ async fn tool_policy_refuses_and_hides_tools() {
 
 /// Four fixture servers: `a1` in strict group alpha, `b1` in strict group
 /// beta, `o1` in open group shared, `free` in none.
-fn grouped(dir: &std::path::Path) -> std::path::PathBuf {
+pub(crate) fn grouped(dir: &std::path::Path) -> std::path::PathBuf {
     let config = format!(
         "{}{}{}{}\n[groups.alpha]\nservers = [\"a1\"]\nisolation = \"strict\"\n\n[groups.beta]\nservers = [\"b1\"]\n\n[groups.shared]\nservers = [\"o1\"]\nisolation = \"open\"\n",
         fixture("a1", &[]),

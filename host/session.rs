@@ -1,0 +1,141 @@
+//! One client session's share of the gateway: its stash handle, its share
+//! of the execution slots, and its place under the cap on live sessions.
+//!
+//! A session is one stdio connection or one streamable-HTTP session. Over
+//! HTTP, any number of clients may open sessions, so both what one session
+//! may hold and how many sessions there are have bounds of their own: a
+//! session runs at most `max_concurrent_per_session` executions at once (so
+//! one client cannot take every slot while another waits), and the gateway
+//! serves at most `max_sessions` HTTP sessions (each holds a task, buffers
+//! and a stash handle).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
+
+use crate::error::{ErrorKind, ExecutionError};
+use crate::state::{Handle, Stash, StateStore};
+
+/// Bounds on sessions. Every value is a documented default of `[sandbox]`
+/// in forge.toml.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// HTTP sessions alive at once (`max_sessions`). 64: far more than the
+    /// agents one gateway serves, and with the default stash caps it bounds
+    /// what idle sessions can hold. A new session past it is refused with
+    /// HTTP 503 and `Retry-After`; stdio has one session by nature.
+    pub max_sessions: usize,
+    /// Executions one session may run at once (`max_concurrent_per_session`).
+    /// Default: half of `max_concurrent`, rounded up (4 of 8), so one client
+    /// can fan work out and still leave half the slots to the others.
+    pub max_concurrent_per_session: usize,
+}
+
+impl SessionLimits {
+    /// The defaults for a gateway of `max_concurrent` slots.
+    pub fn for_slots(max_concurrent: usize) -> SessionLimits {
+        SessionLimits {
+            max_sessions: 64,
+            max_concurrent_per_session: max_concurrent.div_ceil(2).max(1),
+        }
+    }
+}
+
+/// Seconds a client refused for `max_sessions` is told to wait
+/// (`Retry-After`). Sessions end when their client leaves or after rmcp's
+/// idle keep-alive; half a minute is a fair first retry.
+pub const RETRY_AFTER_SECS: u64 = 30;
+
+/// The live HTTP sessions, counted against `max_sessions`.
+#[derive(Clone)]
+pub struct SessionCap {
+    open: Arc<Semaphore>,
+    max: usize,
+}
+
+impl SessionCap {
+    /// A cap of `max` live sessions.
+    pub fn new(max: usize) -> SessionCap {
+        SessionCap {
+            open: Arc::new(Semaphore::new(max)),
+            max,
+        }
+    }
+
+    /// A place for one more session, held until the session ends; or the
+    /// message saying the gateway is full.
+    pub fn try_open(&self) -> Result<OwnedSemaphorePermit, String> {
+        match self.open.clone().try_acquire_owned() {
+            Ok(permit) => Ok(permit),
+            Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => Err(self.full()),
+        }
+    }
+
+    /// Whether every place is taken now.
+    pub fn is_full(&self) -> bool {
+        self.open.available_permits() == 0
+    }
+
+    /// Why a new session is refused.
+    pub fn full(&self) -> String {
+        format!(
+            "quickforge already serves its limit of {} sessions (sandbox.max_sessions); retry in {RETRY_AFTER_SECS} s, or close sessions you no longer use",
+            self.max
+        )
+    }
+}
+
+/// One session's own state. Dropped with the session's server, which
+/// releases its stash and its place under the cap.
+pub struct Session {
+    /// Random; names the session in the audit log.
+    pub id: Arc<str>,
+    /// The session's stash, addressed by its own handle.
+    pub stash: Arc<Stash>,
+    slots: Arc<Semaphore>,
+    share: usize,
+    _place: Option<OwnedSemaphorePermit>,
+}
+
+impl Session {
+    /// A session with a fresh handle in `store`, running at most `share`
+    /// executions at once, holding `place` under the session cap if any.
+    pub fn new(
+        store: Arc<dyn StateStore>,
+        share: usize,
+        place: Option<OwnedSemaphorePermit>,
+    ) -> Session {
+        Session {
+            id: crate::audit::random_id(8).into(),
+            stash: Arc::new(Stash::new(store, Handle::random())),
+            slots: Arc::new(Semaphore::new(share.max(1))),
+            share,
+            _place: place,
+        }
+    }
+
+    /// One of the session's execution slots, waiting at most `wait`; a
+    /// `busy` refusal when the session's other executions keep them all.
+    pub async fn slot(
+        &self,
+        wait: Duration,
+        max_concurrent: usize,
+    ) -> Result<OwnedSemaphorePermit, ExecutionError> {
+        match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_)) => Err(ExecutionError::new(
+                ErrorKind::Internal,
+                "the session is closing",
+            )),
+            Err(_) => Err(ExecutionError::new(
+                ErrorKind::Busy,
+                format!(
+                    "this session already runs its share of {} of the gateway's {max_concurrent} execution slots (sandbox.max_concurrent_per_session), and none came free in {} ms; retry when one of its executions finishes",
+                    self.share,
+                    wait.as_millis()
+                ),
+            )),
+        }
+    }
+}

@@ -1,0 +1,304 @@
+//! State that outlives one execution: the stash, behind a [`StateStore`]
+//! addressed by a [`Handle`].
+//!
+//! A script reaches it as `forge.stash.put/get/delete/keys`. Each of those is
+//! one call on the store, and the store does the whole operation in one
+//! atomic step: key and value checks, TTL, the caps of the stash, the caps
+//! of the whole gateway and eviction. Nothing reads state in one call and
+//! writes it in the next, so a networked backend (Redis, with a script per
+//! operation) can keep the same contract.
+//!
+//! **Handles.** State belongs to a handle, not to an object's lifetime. Today
+//! the handle is the client session's own (one per stdio connection, one per
+//! streamable-HTTP session), made at random when the session opens and
+//! released when it closes; a handle carried explicitly by the client (sealed
+//! with an HMAC) can take its place without changing the store.
+//!
+//! **Spaces.** Inside one handle, state lives in spaces: the public space
+//! (`None`) and one space per strict server group. An execution locked to a
+//! strict group writes, deletes and lists in its group's space and may read
+//! the public one; an execution that is not locked sees the public space
+//! alone. Each space is a world of its own: its own key and byte capacity
+//! per stash, and its own share of the gateway's caps (see [`caps`]), so
+//! that nothing one space does — filling, deleting, being evicted — shows in
+//! another. SECURITY.md lists the channels this closes and those it leaves.
+
+mod bucket;
+pub mod caps;
+pub mod memory;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::{ErrorCode, ForgeError, preview};
+
+pub use memory::MemoryStore;
+
+/// Bounds of one stash and of all stashes together. Every value is a
+/// documented default of `[sandbox.stash]` in forge.toml.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StashLimits {
+    /// Most keys alive at once in one stash (one handle, one space). 256: a
+    /// stash is a scratchpad for a few intermediate results, not a database.
+    pub max_keys: usize,
+    /// Largest value, as JSON bytes. 1 MiB: the same as the largest tool
+    /// argument, so anything a script can send it can also keep.
+    pub max_value_size: usize,
+    /// All keys and values of one stash together, in bytes. 16 MiB bounds
+    /// what one client can hold.
+    pub max_total_size: usize,
+    /// Lifetime of a value stored without `ttl`. One hour: long enough for a
+    /// working session, short enough that forgotten data goes away.
+    pub default_ttl_secs: u64,
+    /// Longest `ttl` a script may ask for. 24 hours.
+    pub max_ttl_secs: u64,
+    /// Stashes alive at once in one space, across the whole gateway (a stash
+    /// is one handle's state in one space). 128: twice the default
+    /// `max_sessions`, so every session can keep state while handles of
+    /// closed sessions wait for their TTL or eviction.
+    pub max_stashes: usize,
+    /// All stashes of one space together, in bytes, across the whole gateway.
+    /// 256 MiB: sixteen full stashes at the default `max_total_size`. The
+    /// gateway holds at most (1 + strict groups) times this; each space has
+    /// its own share so that one space's fill cannot be sensed from another.
+    pub max_gateway_size: usize,
+    /// How long a stash must have been left alone before it may be evicted
+    /// to make room for another. 60 s: longer than the default execution
+    /// time limit (5 s) many times over, so a stash in use is not evicted
+    /// under a running script; a write that finds only younger stashes is
+    /// refused as retryable instead.
+    pub evict_idle_secs: u64,
+}
+
+impl Default for StashLimits {
+    fn default() -> Self {
+        StashLimits {
+            max_keys: 256,
+            max_value_size: 1024 * 1024,
+            max_total_size: 16 * 1024 * 1024,
+            default_ttl_secs: 3600,
+            max_ttl_secs: 24 * 3600,
+            max_stashes: 128,
+            max_gateway_size: 256 * 1024 * 1024,
+            evict_idle_secs: 60,
+        }
+    }
+}
+
+/// Largest `max_ttl_secs` accepted: 30 days. A stash is session scratch
+/// space, not storage.
+pub const MAX_TTL_SECS: u64 = 30 * 24 * 3600;
+
+/// Longest key, in bytes. Keys are names, not data.
+pub const MAX_KEY_LEN: usize = 256;
+
+/// Who state belongs to: an opaque, unguessable id. Today a client session
+/// makes one at random when it opens ([`Handle::random`]).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Handle(Arc<str>);
+
+impl Handle {
+    /// Bytes of randomness in a handle. 16 (128 bits): unguessable, as a
+    /// bearer capability must be once clients carry handles themselves.
+    pub const RANDOM_BYTES: usize = 16;
+
+    /// A fresh handle from the OS random source.
+    pub fn random() -> Handle {
+        let mut bytes = [0u8; Self::RANDOM_BYTES];
+        // Without the OS random source no handle is safe to hand out.
+        getrandom::fill(&mut bytes).expect("the OS random source works");
+        Handle(hex::encode(bytes).into())
+    }
+
+    /// The handle's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Handle {
+    /// Never the whole handle: it is a capability.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Handle({}…)", self.0.get(..4).unwrap_or(""))
+    }
+}
+
+/// The space an operation acts in: the strict group the execution is locked
+/// to, or `None` for the public space.
+pub type Space = Option<Arc<str>>;
+
+/// Where an operation acts: one handle's state, in one space.
+#[derive(Debug, Clone, Copy)]
+pub struct At<'a> {
+    /// Whose state.
+    pub handle: &'a Handle,
+    /// Which space: the execution's strict group, or the public space.
+    pub space: Option<&'a Arc<str>>,
+}
+
+/// How much the store holds, for tests and `doctor`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Stashes alive (handle × space pairs holding at least one entry).
+    pub stashes: usize,
+    /// Bytes of keys and values, across every stash.
+    pub bytes: usize,
+}
+
+/// Where stashes live. Every method is one atomic step that enforces the
+/// key rules, TTLs and every cap itself; callers never combine calls to
+/// decide anything. The methods are synchronous because the stash imports
+/// are (a script's `await forge.stash.get` finishes at once); a networked
+/// backend runs its round trip off the async workers.
+pub trait StateStore: Send + Sync + 'static {
+    /// Stores `json` under `key` at `at` for `ttl` (or the default TTL).
+    /// `STASH_FULL` when the stash or its space's share of the gateway is
+    /// full (retryable when only stashes in use stand in the way).
+    fn put(
+        &self,
+        at: At<'_>,
+        key: &str,
+        json: String,
+        ttl: Option<Duration>,
+    ) -> Result<(), ForgeError>;
+
+    /// The live JSON under `key`: from `at`'s own space, else (for a strict
+    /// group's space) from the handle's public space.
+    fn get(&self, at: At<'_>, key: &str) -> Result<Option<String>, ForgeError>;
+
+    /// Removes `key` from `at`'s own space (never another space); whether a
+    /// live entry was there.
+    fn delete(&self, at: At<'_>, key: &str) -> Result<bool, ForgeError>;
+
+    /// The live keys [`StateStore::get`] would find at `at`, sorted.
+    fn keys(&self, at: At<'_>) -> Result<Vec<String>, ForgeError>;
+
+    /// Drops everything `handle` holds, in every space (its session closed).
+    fn release(&self, handle: &Handle);
+
+    /// What the store holds now.
+    fn usage(&self) -> Usage;
+}
+
+/// One client's stash: a store and the handle it is addressed by. Released
+/// from the store when dropped, since nobody can address it again.
+pub struct Stash {
+    store: Arc<dyn StateStore>,
+    handle: Handle,
+}
+
+impl Stash {
+    /// The state of `handle` in `store`.
+    pub fn new(store: Arc<dyn StateStore>, handle: Handle) -> Stash {
+        Stash { store, handle }
+    }
+
+    /// Where `space`'s operations act.
+    fn at<'a>(&'a self, space: Option<&'a Arc<str>>) -> At<'a> {
+        At {
+            handle: &self.handle,
+            space,
+        }
+    }
+
+    /// [`StateStore::put`] in `space`.
+    pub fn put(
+        &self,
+        space: Option<&Arc<str>>,
+        key: &str,
+        json: String,
+        ttl: Option<Duration>,
+    ) -> Result<(), ForgeError> {
+        self.store.put(self.at(space), key, json, ttl)
+    }
+
+    /// [`StateStore::get`] in `space`.
+    pub fn get(&self, space: Option<&Arc<str>>, key: &str) -> Result<Option<String>, ForgeError> {
+        self.store.get(self.at(space), key)
+    }
+
+    /// [`StateStore::delete`] in `space`.
+    pub fn delete(&self, space: Option<&Arc<str>>, key: &str) -> Result<bool, ForgeError> {
+        self.store.delete(self.at(space), key)
+    }
+
+    /// [`StateStore::keys`] in `space`.
+    pub fn keys(&self, space: Option<&Arc<str>>) -> Result<Vec<String>, ForgeError> {
+        self.store.keys(self.at(space))
+    }
+}
+
+impl Drop for Stash {
+    fn drop(&mut self) {
+        self.store.release(&self.handle);
+    }
+}
+
+impl Default for Stash {
+    /// A fresh handle in a private memory store with default limits.
+    fn default() -> Self {
+        Stash::new(
+            Arc::new(MemoryStore::new(StashLimits::default())),
+            Handle::random(),
+        )
+    }
+}
+
+/// Keys are 1 to [`MAX_KEY_LEN`] bytes of `A-Z a-z 0-9 _ - . : /`: safe to
+/// log, to show a model, and to scope by prefix.
+pub fn check_key(key: &str) -> Result<(), ForgeError> {
+    let ok = !key.is_empty()
+        && key.len() <= MAX_KEY_LEN
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.:/".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(ForgeError::new(
+            ErrorCode::InvalidStashKey,
+            format!(
+                "invalid stash key {key:?}: use 1 to {MAX_KEY_LEN} characters of A-Z a-z 0-9 _ - . : /"
+            ),
+        ))
+    }
+}
+
+/// The checks of a put that need no state: the key, the value's size, the
+/// TTL (defaulted). Every backend runs them first.
+pub fn check_put(
+    limits: &StashLimits,
+    key: &str,
+    json: &str,
+    ttl: Option<Duration>,
+) -> Result<Duration, ForgeError> {
+    check_key(key)?;
+    if json.len() > limits.max_value_size {
+        return Err(ForgeError::new(
+            ErrorCode::StashValueTooLarge,
+            format!(
+                "stash value for {:?} is {} bytes of JSON, over the {}-byte limit",
+                preview(key),
+                json.len(),
+                limits.max_value_size
+            ),
+        )
+        .suggest("store a smaller value, or split it across keys"));
+    }
+    let max_ttl = Duration::from_secs(limits.max_ttl_secs);
+    let ttl = ttl.unwrap_or(Duration::from_secs(limits.default_ttl_secs));
+    if ttl > max_ttl {
+        return Err(ForgeError::new(
+            ErrorCode::StashTtlTooLong,
+            format!(
+                "ttl of {}s is over the {}s maximum",
+                ttl.as_secs(),
+                max_ttl.as_secs()
+            ),
+        ));
+    }
+    Ok(ttl)
+}
