@@ -19,3 +19,4 @@ mod policy;
 mod soak;
 mod support;
 mod validator;
+mod verdicts;
