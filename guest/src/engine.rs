@@ -25,6 +25,7 @@ use rquickjs::{Context, Ctx, Function, Object, Persistent, Promise, Runtime, Val
 
 use crate::apis;
 use crate::describe::type_name;
+use crate::heap::{self, Heap, Refusal};
 use crate::quickforge::sandbox::calls;
 use crate::quickforge::sandbox::types::{
     Code, ForgeError, Outcome, RunOptions, ScriptError, ScriptErrorKind,
@@ -55,8 +56,8 @@ type SandboxIntrinsics = (
 /// regex literals are compiled at parse time.
 type CompilerIntrinsics = (intrinsic::Eval, intrinsic::RegExpCompiler);
 
+/// The contexts own the runtime (and its [`Heap`]), so they keep it alive.
 struct Engine {
-    runtime: Runtime,
     compiler: Context,
     sandbox: Context,
     /// The object the prelude returned: `makeError`, `toPromise`, `isForgeError`.
@@ -94,7 +95,7 @@ pub fn run(options: RunOptions, code: &str) -> Result<Outcome, ScriptError> {
 
 impl Engine {
     fn new() -> Result<Self, String> {
-        let runtime = Runtime::new().map_err(|e| e.to_string())?;
+        let runtime = Runtime::new_with_alloc(Heap).map_err(|e| e.to_string())?;
         let compiler =
             Context::custom::<CompilerIntrinsics>(&runtime).map_err(|e| e.to_string())?;
         let sandbox = Context::custom::<SandboxIntrinsics>(&runtime).map_err(|e| e.to_string())?;
@@ -116,7 +117,6 @@ impl Engine {
         // as small as it can be.
         runtime.run_gc();
         Ok(Engine {
-            runtime,
             compiler,
             sandbox,
             hooks,
@@ -125,21 +125,28 @@ impl Engine {
 
     fn run(&self, options: &RunOptions, code: &str) -> Result<Outcome, ScriptError> {
         apis::reseed();
-        self.runtime
-            .set_memory_limit(usize::try_from(options.js_memory_limit).unwrap_or(usize::MAX));
+        heap::begin(usize::try_from(options.js_memory_limit).unwrap_or(usize::MAX));
         // Parenthesized, so the code must be one expression; the opening
         // parenthesis shifts columns on line 1, which `script_positions` undoes.
         let source = format!("({code}\n)");
-        let bytecode = compile(&self.compiler, &source, SCRIPT_NAME)
-            .map_err(|message| error(ScriptErrorKind::Syntax, script_positions(&message)))?;
+        let bytecode = match compile(&self.compiler, &source, SCRIPT_NAME) {
+            Ok(bytecode) => bytecode,
+            Err(message) => {
+                return Err(match heap::refusal() {
+                    Some(refused) => out_of_memory(refused, Doing::Compiling),
+                    None => error(ScriptErrorKind::Syntax, script_positions(&message)),
+                });
+            }
+        };
         self.sandbox.with(|ctx| {
             let hooks = self
                 .hooks
                 .clone()
                 .restore(&ctx)
                 .map_err(|e| internal(format!("prelude hooks: {e}")))?;
-            let fail = |e: rquickjs::Error| exception(&ctx, &hooks, e);
-            let value = load(&ctx, &bytecode).map_err(fail)?;
+            let (cx, hk) = (&ctx, &hooks);
+            let fail = |doing| move |e: rquickjs::Error| exception(cx, hk, e, doing);
+            let value = load(&ctx, &bytecode).map_err(fail(Doing::Loading))?;
             let Some(function) = value.as_function() else {
                 return Err(error(
                     ScriptErrorKind::NotAFunction,
@@ -150,23 +157,31 @@ impl Engine {
                     ),
                 ));
             };
-            let returned: Value = function.call(()).map_err(fail)?;
-            let to_promise: Function = hooks.get("toPromise").map_err(fail)?;
-            let promise: Promise = to_promise.call((returned,)).map_err(fail)?;
-            self.drive(&ctx, &promise).map_err(fail)?;
+            let running = fail(Doing::Running);
+            let returned: Value = function.call(()).map_err(running)?;
+            let to_promise: Function = hooks.get("toPromise").map_err(running)?;
+            let promise: Promise = to_promise.call((returned,)).map_err(running)?;
+            self.drive(&ctx, &promise)
+                .map_err(|(e, doing)| fail(doing)(e))?;
             match promise.result::<Value>() {
                 Some(Ok(value)) => serialize(&ctx, &hooks, value, options.max_output_bytes),
-                Some(Err(e)) => Err(fail(e)),
+                Some(Err(e)) => Err(running(e)),
                 None => Err(never_settled()),
             }
         })
     }
 
     /// Runs the job queue and feeds host completions in until `promise`
-    /// settles. Blocks in `next-completion` only when no job is left.
-    fn drive<'js>(&self, ctx: &Ctx<'js>, promise: &Promise<'js>) -> rquickjs::Result<()> {
+    /// settles. Blocks in `next-completion` only when no job is left. A
+    /// failure says whether it came from the script's jobs or from handing
+    /// it a completion.
+    fn drive<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        promise: &Promise<'js>,
+    ) -> Result<(), (rquickjs::Error, Doing)> {
         loop {
-            run_jobs(ctx)?;
+            run_jobs(ctx).map_err(|e| (e, Doing::Running))?;
             if promise.state() != PromiseState::Pending {
                 return Ok(());
             }
@@ -176,7 +191,7 @@ impl Engine {
             let Some(done) = calls::next_completion() else {
                 return Ok(());
             };
-            apis::settle(ctx, done)?;
+            apis::settle(ctx, done).map_err(|e| (e, Doing::Settling))?;
         }
     }
 }
@@ -298,10 +313,12 @@ fn stringify<'js>(
     value: Value<'js>,
 ) -> Result<String, ScriptError> {
     Ok(match ctx.json_stringify(value) {
-        Ok(Some(s)) => s.to_string().map_err(|e| exception(ctx, hooks, e))?,
+        Ok(Some(s)) => s
+            .to_string()
+            .map_err(|e| exception(ctx, hooks, e, Doing::Serializing))?,
         Ok(None) => "null".to_string(),
         Err(e) => {
-            let mut err = exception(ctx, hooks, e);
+            let mut err = exception(ctx, hooks, e, Doing::Serializing);
             if err.kind == ScriptErrorKind::Thrown {
                 err.kind = ScriptErrorKind::NotSerializable;
                 err.message = format!("the result is not serializable to JSON: {}", err.message);
@@ -311,17 +328,44 @@ fn stringify<'js>(
     })
 }
 
-/// Classifies the pending exception (after `e`) as a script error.
-fn exception<'js>(ctx: &Ctx<'js>, hooks: &Object<'js>, e: rquickjs::Error) -> ScriptError {
+/// Classifies the pending exception (after `e`, raised while `doing`) as a
+/// script error.
+///
+/// Running out of memory is the engine's verdict, never the script's: it
+/// takes a refusal in the heap's own record ([`heap::refusal`]) for this
+/// run. With one, an exception that is what QuickJS raises for it (`null`
+/// when it could not even allocate its error, none at all, or its
+/// `out of memory` error) reports `out-of-memory` with the refusal as its
+/// cause; anything else the script threw after catching that error stays
+/// the script's own. Without one, an `InternalError: out of memory` or a
+/// `null` is just a value the script threw.
+fn exception<'js>(
+    ctx: &Ctx<'js>,
+    hooks: &Object<'js>,
+    e: rquickjs::Error,
+    doing: Doing,
+) -> ScriptError {
+    let refused = heap::refusal();
     if !matches!(e, rquickjs::Error::Exception) {
-        // A conversion error raised by rquickjs itself, not by the script.
-        let message = e.to_string();
-        if message.contains("out of memory") {
-            return error(ScriptErrorKind::OutOfMemory, oom_message());
-        }
-        return internal(message);
+        // A conversion error raised by rquickjs itself, not by the script:
+        // when an allocation failed, that is why.
+        return match refused {
+            Some(refused) => out_of_memory(refused, doing),
+            None => internal(format!("{e} (while {})", doing.text())),
+        };
     }
     let exc = ctx.catch();
+    if let Some(refused) = refused
+        && raised_for_memory(&exc)
+    {
+        return out_of_memory(refused, doing);
+    }
+    if exc.type_of() == rquickjs::Type::Uninitialized {
+        return internal(format!(
+            "QuickJS failed while {} without raising an exception",
+            doing.text()
+        ));
+    }
     let forge = forge_error(hooks, &exc);
     let message = match &forge {
         Some(f) => format!(
@@ -336,26 +380,30 @@ fn exception<'js>(ctx: &Ctx<'js>, hooks: &Object<'js>, e: rquickjs::Error) -> Sc
         .and_then(|o| o.get::<_, Option<String>>("stack").ok().flatten())
         .filter(|s| !s.is_empty())
         .map(|s| script_positions(&s));
-    // Only QuickJS's own allocation failure counts as running out of memory:
-    // an InternalError, not a ForgeError, whose message is exactly that.
-    let is_oom = forge.is_none()
-        && exc.as_object().is_some_and(|o| {
-            o.get::<_, Option<String>>("name").ok().flatten().as_deref() == Some("InternalError")
-                && o.get::<_, Option<String>>("message")
-                    .ok()
-                    .flatten()
-                    .as_deref()
-                    == Some("out of memory")
-        });
-    if is_oom {
-        return error(ScriptErrorKind::OutOfMemory, oom_message());
-    }
     ScriptError {
         kind: ScriptErrorKind::Thrown,
         message,
         stack,
         forge,
     }
+}
+
+/// Whether `exc` is what QuickJS leaves when an allocation fails: no
+/// exception, `null` (its error could not be allocated either), or the
+/// `Error` object it throws, whose own `message` is `out of memory`. Only
+/// asked once the heap has recorded a refusal in this run.
+fn raised_for_memory(exc: &Value<'_>) -> bool {
+    if exc.is_null() || exc.type_of() == rquickjs::Type::Uninitialized {
+        return true;
+    }
+    exc.is_error()
+        && exc.as_object().is_some_and(|o| {
+            o.get::<_, Option<String>>("message")
+                .ok()
+                .flatten()
+                .as_deref()
+                == Some("out of memory")
+        })
 }
 
 fn forge_error<'js>(hooks: &Object<'js>, exc: &Value<'js>) -> Option<ForgeError> {
@@ -438,8 +486,71 @@ fn script_positions(text: &str) -> String {
     out
 }
 
-fn oom_message() -> String {
-    "the script ran out of memory (the sandbox heap limit); work on smaller pieces of data".into()
+/// What the guest was doing when a run failed, for the cause in its message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Doing {
+    /// Compiling the source to bytecode.
+    Compiling,
+    /// Evaluating the bytecode to the script's function.
+    Loading,
+    /// Running the script's function or its jobs.
+    Running,
+    /// Turning a finished tool call or resource read into JS values.
+    Settling,
+    /// Serializing the result to JSON.
+    Serializing,
+}
+
+impl Doing {
+    fn text(self) -> &'static str {
+        match self {
+            Doing::Compiling => "compiling the script",
+            Doing::Loading => "loading the script",
+            Doing::Running => "running the script",
+            Doing::Settling => "handing the script a tool or resource result",
+            Doing::Serializing => "serializing the result to JSON",
+        }
+    }
+}
+
+/// `out-of-memory`, with the refused allocation as its cause.
+fn out_of_memory(refused: Refusal, doing: Doing) -> ScriptError {
+    let cause = if refused.by_limit {
+        format!(
+            "an allocation of {} did not fit, with {} of the {} heap limit in use",
+            bytes(refused.requested),
+            bytes(refused.in_use),
+            bytes(refused.limit)
+        )
+    } else {
+        format!(
+            "the sandbox's memory could not grow for an allocation of {}, with {} of the heap in use",
+            bytes(refused.requested),
+            bytes(refused.in_use)
+        )
+    };
+    error(
+        ScriptErrorKind::OutOfMemory,
+        format!(
+            "the script ran out of memory while {}: {cause}; work on smaller pieces of data",
+            doing.text()
+        ),
+    )
+}
+
+/// `n` bytes for a message: bytes, KiB or MiB with one decimal.
+fn bytes(n: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * 1024;
+    if n == usize::MAX {
+        "more bytes than the address space holds".into()
+    } else if n >= MIB {
+        format!("{:.1} MiB", n as f64 / MIB as f64)
+    } else if n >= KIB {
+        format!("{:.1} KiB", n as f64 / KIB as f64)
+    } else {
+        format!("{n} bytes")
+    }
 }
 
 fn never_settled() -> ScriptError {

@@ -9,6 +9,8 @@
 //! - [`codes`]: `ForgeError` codes as scripts see them.
 //! - [`describe`]: how values are named in messages.
 //! - [`engine`]: the QuickJS runtime, compiling and running one script.
+//! - [`heap`]: the runtime's allocator, which enforces the memory limit and
+//!   records what it refused (the evidence for `out-of-memory`).
 //! - [`apis`]: the `host` object of native functions the JS prelude uses to
 //!   reach the host, one module per JS API (calls, stash, manifest, logging,
 //!   random).
@@ -24,6 +26,7 @@ mod apis;
 mod codes;
 mod describe;
 mod engine;
+mod heap;
 mod json;
 
 struct Component;

@@ -352,14 +352,13 @@ impl Sandbox {
                     self.limits.max_fuel
                 ),
             ),
-            // Running off the guest's shadow stack shows as an out-of-bounds
-            // access below address 0 (the stack sits first in memory).
-            Some(Trap::StackOverflow) | Some(Trap::MemoryOutOfBounds) if !memory_denied => {
-                ExecutionError::new(
-                    ErrorKind::StackOverflow,
-                    "the script recursed too deeply (stack overflow); use iteration or less nesting",
-                )
-            }
+            // Wasmtime's own stack limit: a stack overflow whatever happened
+            // to memory earlier in the run. Running off the guest's shadow
+            // stack shows as an out-of-bounds access below address 0 (the
+            // stack sits first in memory), which a refused memory growth can
+            // explain too.
+            Some(Trap::StackOverflow) => stack_overflow(),
+            Some(Trap::MemoryOutOfBounds) if !memory_denied => stack_overflow(),
             _ if memory_denied => ExecutionError::new(
                 ErrorKind::OutOfMemory,
                 format!(
@@ -373,6 +372,13 @@ impl Sandbox {
             }
         }
     }
+}
+
+fn stack_overflow() -> ExecutionError {
+    ExecutionError::new(
+        ErrorKind::StackOverflow,
+        "the script recursed too deeply (stack overflow); use iteration or less nesting",
+    )
 }
 
 /// A report for an execution that never started.

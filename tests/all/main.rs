@@ -22,3 +22,4 @@ mod soak;
 mod state;
 mod support;
 mod validator;
+mod verdicts;
