@@ -15,6 +15,7 @@ mod json;
 mod limits;
 mod load;
 mod mcp;
+mod metadata;
 mod policy;
 mod soak;
 mod support;
