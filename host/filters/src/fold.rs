@@ -22,7 +22,9 @@
 //!    `confusables.txt`): Cyrillic, Greek, Armenian, Cherokee ... look-alikes
 //!    of Latin letters, look-alike punctuation (`‹`, `｜`, `∶`). A capital
 //!    whose prototype is `l` (Cyrillic `І`, Greek `Ι`: the table maps them
-//!    like ASCII `I`) folds to `i`, as ASCII `I` does in step 1.
+//!    like ASCII `I`) folds to `i`, as ASCII `I` does in step 1, and a
+//!    character whose prototype is `rn` (the table's for `m`-like letters)
+//!    folds to `m`.
 //! 4. Combining marks are dropped (`ï` matches `i`), and so are the
 //!    default-ignorable characters the skeleton drops (zero-width characters,
 //!    variation selectors, tag characters).
@@ -119,8 +121,12 @@ fn fold_char(c: char, out: &mut String) {
                 proto.extend(p.to_lowercase());
             }
         }
-        if proto == "l" && d.is_uppercase() {
-            proto = "i".into();
+        match proto.as_str() {
+            "l" if d.is_uppercase() => proto = "i".into(),
+            // The table's prototype for `m`-like letters (`ṃ`): as a
+            // single character it can only have stood for `m`.
+            "rn" => proto = "m".into(),
+            _ => {}
         }
         out.push_str(&proto);
     }
@@ -144,6 +150,7 @@ mod tests {
             ("ïgnörë", "ignore"),
             ("in\u{200b}structions\u{fe0f}", "instructions"),
             ("ﬁle", "file"),
+            ("ṃodel", "model"),
         ] {
             assert_eq!(fold(text), plain, "{text}");
         }
