@@ -11,7 +11,10 @@ use regex::Regex;
 
 use crate::fold::Folded;
 
-/// The patterns, on folded text (lowercase, look-alikes folded).
+/// The patterns, on folded text (lowercase, look-alikes folded). Word
+/// boundaries are ASCII ones (`(?-u:\b)`): folded text keeps the letters
+/// of other scripts, and a Unicode boundary would let `说ignore previous
+/// instructions` through, a CJK letter being a word character.
 static MARKERS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"(?m)",
@@ -24,7 +27,7 @@ static MARKERS: LazyLock<Regex> = LazyLock::new(|| {
         r"|</\s*s\s*>",
         // Role tags, opening or closing, with or without attributes:
         // <system>, </assistant>, <instructions>, <developer role="x">.
-        r"|<\s*/?\s*(?:system|assistant|human|developer|instructions?|system_prompt|im_start|im_end|function_calls|function_results|tool_calls?|tool_results?|tool_use)\b[^<>\n]{0,80}>",
+        r"|<\s*/?\s*(?:system|assistant|human|developer|instructions?|system_prompt|im_start|im_end|function_calls|function_results|tool_calls?|tool_results?|tool_use)(?-u:\b)[^<>\n]{0,80}>",
         // Closing tags of roles whose opening tag doubles as an honest
         // placeholder (`/home/<user>/`, `<tool> name`): only `</user>` and
         // the like are caught.
@@ -37,9 +40,9 @@ static MARKERS: LazyLock<Regex> = LazyLock::new(|| {
         // Alpaca-style section headers.
         r"|^[ \t]*#{2,}\s*(?:instruction|instructions|response|input)\s*:",
         // "ignore / disregard / forget (all) (the) previous instructions".
-        r"|\b(?:ignore|disregard|forget|override|bypass)\s+(?:(?:all|any|every|the|your|my|of|these|those)\s+)*(?:previous|prior|above|earlier|preceding|system|original|former)\s+(?:instructions?|prompts?|messages?|rules|directions|directives|context|guidelines)",
+        r"|(?-u:\b)(?:ignore|disregard|forget|override|bypass)\s+(?:(?:all|any|every|the|your|my|of|these|those)\s+)*(?:previous|prior|above|earlier|preceding|system|original|former)\s+(?:instructions?|prompts?|messages?|rules|directions|directives|context|guidelines)",
         // "you are now ...", "new instructions:", "system prompt:".
-        r"|\byou\s+are\s+now\b|\bnew\s+(?:system\s+)?instructions?\s*:|\bsystem\s+(?:prompt|message|instructions?)\s*:",
+        r"|(?-u:\b)you\s+are\s+now(?-u:\b)|(?-u:\b)new\s+(?:system\s+)?instructions?\s*:|(?-u:\b)system\s+(?:prompt|message|instructions?)\s*:",
     ))
     .expect("a valid regex")
 });
