@@ -10,12 +10,6 @@ use crate::mcp::*;
 /// (escaped the way `serde_json` writes control characters) or raw.
 const NEVER: &[&str] = &[
     "\\u001b",
-    "\u{1b}",
-    "\u{2028}",
-    "\u{202e}",
-    "\u{fe00}",
-    "\u{e0100}",
-    "\u{e0063}",
     "Ѕystem",
     "ｉｇｎｏｒｅ",
     "Human:",
@@ -30,6 +24,12 @@ const NEVER: &[&str] = &[
     "ignore previous instructions",
 ];
 
+/// Characters a model must never read: escape, line and paragraph
+/// separators, bidi overrides, variation selectors, tag characters.
+fn hidden(c: char) -> bool {
+    matches!(c, '\u{1b}' | '\u{2028}' | '\u{2029}' | '\u{202A}'..='\u{202E}' | '\u{FE00}'..='\u{FE0F}' | '\u{E0000}'..='\u{E01EF}')
+}
+
 /// Issue 16, item 5: instruction-like text and invisible characters reached
 /// the model through schema fields the sanitizer skipped (`$comment`,
 /// `default`, `examples`, `x-*`, `deprecationMessage`, enum values,
@@ -38,7 +38,8 @@ const NEVER: &[&str] = &[
 /// the listed ones and fake `Human:` turns, and through look-alike and
 /// fullwidth spellings; and a tool whose only fault was hidden characters
 /// got no warning. Against the old sanitizer every one of `NEVER` but the
-/// escapes showed up in `lookalike`, and `hidden_only` had no `warning`.
+/// escape showed up in `lookalike`, with its line separator and variation
+/// selectors, and `hidden_only` had no `warning`.
 #[tokio::test]
 async fn every_string_a_model_reads_is_cleaned_and_warned_about() {
     let dir = scratch("hostile-every-string");
@@ -49,7 +50,7 @@ async fn every_string_a_model_reads_is_cleaned_and_warned_about() {
                 lookalike: manifest.tool("shady", "lookalike"),
                 hidden: manifest.tool("shady", "hidden_only"),
                 polyglot: manifest.tool("shady", "polyglot"),
-                found: manifest.search("lookalike read file", 5).map(t => t.description),
+                found: manifest.search("lookalike read file", 5).filter(t => t.tool === "lookalike").map(t => t.description),
             })"#,
         )
         .await;
@@ -58,6 +59,7 @@ async fn every_string_a_model_reads_is_cleaned_and_warned_about() {
     for never in NEVER {
         assert!(!json.contains(never), "{never:?} in {json}");
     }
+    assert!(!json.chars().any(hidden), "{json:?}");
     let signature = tool["signature"].as_str().unwrap();
     for never in NEVER {
         assert!(!signature.contains(never), "{never:?} in {signature}");
@@ -96,7 +98,9 @@ async fn every_string_a_model_reads_is_cleaned_and_warned_about() {
         warning.contains("instruction-like") && warning.contains("hidden characters"),
         "{warning}"
     );
-    for d in seen["found"].as_array().unwrap() {
+    let found = seen["found"].as_array().unwrap();
+    assert_eq!(found.len(), 1, "{seen:#}");
+    for d in found {
         let d = d.as_str().unwrap();
         assert!(
             !d.contains('\u{e0100}') && !d.contains("ｉｇｎｏｒｅ"),
