@@ -17,6 +17,7 @@ mod json;
 mod limits;
 mod load;
 mod mcp;
+mod metadata;
 mod policy;
 mod soak;
 mod state;

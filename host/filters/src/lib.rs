@@ -3,11 +3,13 @@
 //!
 //! - [`validate`] — the static check of a model's script before it runs;
 //! - [`redact`] — secrets out of every error text and log line;
+//! - [`fold`] — look-alike text folded to one spelling before matching;
 //! - [`sanitize`] — downstream tool metadata made safe for a model to read;
 //! - [`expand`] — `${VAR}` references in configuration values;
 //! - [`text`] — cutting text to a byte limit on a character boundary.
 
 pub mod expand;
+pub mod fold;
 pub mod redact;
 pub mod sanitize;
 pub mod text;

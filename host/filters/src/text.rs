@@ -3,11 +3,22 @@
 /// `text` cut to at most `max` bytes at a character boundary, with a marker
 /// saying how much was cut, so a reader knows the text is incomplete.
 pub fn clip(text: &str, max: usize) -> String {
-    if text.len() <= max {
+    clip_more(text, max, 0)
+}
+
+/// [`clip`] for a text that was already cut by `more` bytes before it got
+/// here: the marker counts those too. With `more > 0` the marker is always
+/// added.
+pub fn clip_more(text: &str, max: usize, more: usize) -> String {
+    if text.len() <= max && more == 0 {
         return text.to_string();
     }
     let cut = text.floor_char_boundary(max);
-    format!("{}… [{} more bytes cut]", &text[..cut], text.len() - cut)
+    format!(
+        "{}… [{} more bytes cut]",
+        &text[..cut],
+        text.len() - cut + more
+    )
 }
 
 #[cfg(test)]
