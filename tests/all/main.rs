@@ -16,6 +16,7 @@ mod limits;
 mod load;
 mod mcp;
 mod policy;
+mod redaction;
 mod soak;
 mod support;
 mod validator;

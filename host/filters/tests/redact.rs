@@ -1,8 +1,9 @@
 //! Redaction against its fixture files (`tests/redact/*.toml`), and its properties.
 
 use proptest::prelude::*;
-use quickforge_filters::redact::{redact, redact_clip, rule_stats};
+use quickforge_filters::redact::{is_sensitive_key, redact, redact_clip, redact_json, rule_stats};
 use serde::Deserialize;
+use serde_json::{Value, json};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,19 +38,25 @@ fn fixtures() {
     let mut count = 0;
     for file in &files {
         let text = std::fs::read_to_string(file).expect("a fixture file");
-        let fixture: Fixture = toml::from_str(&text)
-            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let fixture: Fixture =
+            toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         for case in fixture.case {
             count += 1;
             let name = file.file_name().unwrap_or_default().to_string_lossy();
             let r = redact(&case.input);
             if let Some(marker) = &case.marker {
                 if !r.text.contains(marker.as_str()) {
-                    failures.push(format!("{name}: {marker} missing\n  input:  {:?}\n  output: {:?}", case.input, r.text));
+                    failures.push(format!(
+                        "{name}: {marker} missing\n  input:  {:?}\n  output: {:?}",
+                        case.input, r.text
+                    ));
                 }
                 for g in &case.gone {
                     if r.text.contains(g.as_str()) {
-                        failures.push(format!("{name}: {g:?} left\n  input:  {:?}\n  output: {:?}", case.input, r.text));
+                        failures.push(format!(
+                            "{name}: {g:?} left\n  input:  {:?}\n  output: {:?}",
+                            case.input, r.text
+                        ));
                     }
                 }
             } else {
@@ -74,7 +81,12 @@ fn fixtures() {
         }
     }
     assert!(count > 150, "only {count} cases");
-    assert!(failures.is_empty(), "{} of {count} cases failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {count} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// The vendored gitleaks rules compile in Rust's regex dialect, but for a few; the
@@ -84,7 +96,10 @@ fn rules_compile_but_a_few() {
     let stats = rule_stats();
     println!("rules loaded: {}", stats.loaded);
     for (id, e) in &stats.not_compiled {
-        println!("not compiled: {id}: {}", e.lines().last().unwrap_or_default());
+        println!(
+            "not compiled: {id}: {}",
+            e.lines().last().unwrap_or_default()
+        );
     }
     println!("left out: {:?}", stats.left_out);
     assert!(stats.loaded >= 200, "{} rules loaded", stats.loaded);
@@ -99,13 +114,20 @@ fn rules_compile_but_a_few() {
 fn secret_straddling_the_limit_is_redacted_before_the_cut() {
     let secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
     for pad in 0..secret.len() {
-        let text = format!("{}{secret} rejected {}", "x".repeat(100 - pad), "y".repeat(200));
+        let text = format!(
+            "{}{secret} rejected {}",
+            "x".repeat(100 - pad),
+            "y".repeat(200)
+        );
         let out = redact_clip(&text, 100);
         assert!(!out.contains("ghp_"), "{out:?}");
         assert!(!out.contains("16C7e42F"), "{out:?}");
         assert!(out.contains("more bytes cut"), "{out:?}");
         // the cut never splits a marker either
-        assert!(!out.contains("[REDACTED:ke…") && !out.contains("[REDA…"), "{out:?}");
+        assert!(
+            !out.contains("[REDACTED:ke…") && !out.contains("[REDA…"),
+            "{out:?}"
+        );
     }
     assert_eq!(redact_clip("short", 100), "short");
 }
@@ -175,6 +197,190 @@ fn hostile_and_large_inputs_finish() {
     assert!(!r.text.contains("ghp_"));
 }
 
+/// Which field names are sensitive, and which are not (pagination tokens, counts,
+/// public keys).
+#[test]
+fn sensitive_keys() {
+    for k in [
+        "password",
+        "Password",
+        "passwd",
+        "pwd",
+        "db_password",
+        "PGPASSWORD",
+        "passwordHash",
+        "secret",
+        "client_secret",
+        "clientSecret",
+        "aws_secret_access_key",
+        "private_key",
+        "privateKey",
+        "PRIVATE-KEY",
+        "api_key",
+        "apiKey",
+        "APIKey",
+        "x-api-key",
+        "apikey",
+        "access_token",
+        "accessToken",
+        "refresh_token",
+        "auth_token",
+        "id_token",
+        "session_token",
+        "token",
+        "csrftoken",
+        "x-auth-token",
+        "token_value",
+        "authorization",
+        "Proxy-Authorization",
+        "cookie",
+        "Set-Cookie",
+        "credentials",
+        "credential",
+        "mnemonic",
+        "seed_phrase",
+        "seedPhrase",
+        "recovery_phrase",
+        "passphrase",
+        "ssn",
+        "card_number",
+        "cardNumber",
+        "credit_card",
+        "cvv",
+        "auth",
+        "basic_auth",
+        "DB_PASS",
+        "signing_key",
+        "webhook_secret",
+    ] {
+        assert!(is_sensitive_key(k), "{k} should be sensitive");
+    }
+    for k in [
+        "token_count",
+        "max_tokens",
+        "tokens_used",
+        "tokens",
+        "token_type",
+        "tokenizer",
+        "next_token",
+        "NextToken",
+        "page_token",
+        "eos_token",
+        "keyboard",
+        "monkey",
+        "secretary",
+        "secret_name",
+        "key",
+        "key_name",
+        "public_key",
+        "private_key_id",
+        "primary_key",
+        "cookie_domain",
+        "seed",
+        "author",
+        "authority",
+        "authorization_url",
+        "passwordless",
+        "session_id",
+        "name",
+        "repo",
+        "",
+        "___",
+    ] {
+        assert!(!is_sensitive_key(k), "{k} should not be sensitive");
+    }
+}
+
+/// JSON error payloads (a JSON-RPC error's `data`, a structured error result):
+/// sensitive fields go whatever their value, strings are redacted as text.
+#[test]
+fn json_nested_objects_and_arrays() {
+    let mut v = json!({
+        "error": {
+            "message": "request to https://api.example.com/v1/x?key=1 failed",
+            "details": [
+                {"password": "hunter2", "user": "bob"},
+                {"headers": {"Authorization": "Bearer abc", "Set-Cookie": ["a=1", "b=2"]}},
+                {"clientSecret": {"value": "s", "rotated": true}},
+                {"privateKey": "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----"}
+            ],
+            "token_count": 1234,
+            "max_tokens": 4096,
+            "keyboard": "qwerty",
+            "access_token": 12345,
+            "refresh_token": null,
+            "mnemonic_note": "abandon ability able about above absent absorb abstract absurd abuse access accident"
+        }
+    });
+    assert!(redact_json(&mut v));
+    assert_eq!(
+        v,
+        json!({
+            "error": {
+                "message": "request to https://api.example.com/[REDACTED:url] failed",
+                "details": [
+                    {"password": "[REDACTED]", "user": "bob"},
+                    {"headers": {"Authorization": "[REDACTED]", "Set-Cookie": "[REDACTED]"}},
+                    {"clientSecret": "[REDACTED]"},
+                    {"privateKey": "[REDACTED]"}
+                ],
+                "token_count": 1234,
+                "max_tokens": 4096,
+                "keyboard": "qwerty",
+                "access_token": "[REDACTED]",
+                "refresh_token": null,
+                "mnemonic_note": "[REDACTED:mnemonic]"
+            }
+        })
+    );
+    // idempotent
+    let snapshot = v.clone();
+    assert!(!redact_json(&mut v));
+    assert_eq!(v, snapshot);
+}
+
+/// Redacted keys keep their order; mnemonic arrays go whole.
+#[test]
+fn json_keys_order_and_mnemonic_arrays() {
+    let mut v = json!({
+        "z": 1,
+        "/home/bob/.netrc": "x",
+        "a": ["legal","winner","thank","year","wave","sausage","worth","useful","legal","winner","thank","yellow"],
+        "b": ["only", "three", "words"]
+    });
+    assert!(redact_json(&mut v));
+    let keys: Vec<&String> = v
+        .as_object()
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(keys, ["z", "[REDACTED:path]", "a", "b"]);
+    assert_eq!(v["a"], json!("[REDACTED:mnemonic]"));
+    assert_eq!(v["b"], json!(["only", "three", "words"]));
+
+    let mut clean =
+        json!({"message": "tool \"x\" not found", "code": -32601, "data": {"max_tokens": 10}});
+    assert!(!redact_json(&mut clean));
+
+    let mut s = json!("Bearer abcdEF12ghIJ34kl");
+    assert!(redact_json(&mut s));
+    assert_eq!(s, json!("Bearer [REDACTED:token]"));
+}
+
+/// A deep value does not overflow the stack.
+#[test]
+fn deep_json_does_not_overflow() {
+    let mut v = json!("secret");
+    for _ in 0..100_000 {
+        v = Value::Array(vec![v]);
+    }
+    assert!(!redact_json(&mut v));
+    // dropping a very deep Value recurses inside serde_json; unwind it by hand
+    let mut cur = v;
+    while let Value::Array(mut items) = cur {
+        cur = items.pop().unwrap_or(Value::Null);
+    }
+}
+
 /// Secrets the property tests hide in text.
 const SECRETS: &[&str] = &[
     "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
@@ -187,8 +393,8 @@ const SECRETS: &[&str] = &[
 
 /// Separators and neighbours the property tests put around secrets.
 const NEIGHBOURS: &[&str] = &[
-    " ", "\n", ": ", "=", "\"", "'", "(", ")", ", ", "; ", " error ", " token ", " at ", "/",
-    "[", "]", " é ", "🙂", "\t",
+    " ", "\n", ": ", "=", "\"", "'", "(", ")", ", ", "; ", " error ", " token ", " at ", "/", "[",
+    "]", " é ", "🙂", "\t",
 ];
 
 proptest! {

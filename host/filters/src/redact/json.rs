@@ -78,4 +78,3 @@ fn is_mnemonic_array(items: &[Value]) -> bool {
             .iter()
             .all(|v| matches!(v, Value::String(s) if is_bip39_word(s.trim())))
 }
-

@@ -20,10 +20,11 @@ enum Trigger {
 
 /// The trigger words, found in one scan without regard to ASCII case.
 static TRIGGERS: LazyLock<AhoCorasick> = LazyLock::new(|| {
-    match AhoCorasick::builder()
-        .ascii_case_insensitive(true)
-        .build(["authorization", "bearer", "basic"])
-    {
+    match AhoCorasick::builder().ascii_case_insensitive(true).build([
+        "authorization",
+        "bearer",
+        "basic",
+    ]) {
         Ok(a) => a,
         Err(e) => panic!("redact: invalid trigger words: {e}"),
     }
@@ -135,8 +136,6 @@ fn looks_like_token(s: &str) -> bool {
     let upper = s.bytes().any(|b| b.is_ascii_uppercase());
     s.len() >= 8 && ((digit && (lower || upper)) || (s.len() >= 16 && lower && upper))
 }
-
-
 
 /// `name: value` at the start of a line, for a sensitive name. Header-like names
 /// (`Cookie`, `Set-Cookie`, `X-Api-Key`, anything with a `-`) lose their whole value;
@@ -307,4 +306,3 @@ fn pair_name(segment: &str) -> Option<&str> {
         && chars.all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-'));
     ok.then_some(name)
 }
-

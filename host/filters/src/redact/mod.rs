@@ -131,7 +131,6 @@
 //!   semantic versions, MIME types, HTTP status text, user names (except URL user info),
 //!   e-mail addresses, AWS account ids and ARNs.
 
-
 mod json;
 mod kv;
 mod names;
@@ -399,7 +398,12 @@ pub(crate) fn next_boundary(text: &str, i: usize) -> usize {
 }
 
 /// Replaces group `g` of the match with `rep`, keeping the rest of the match.
-pub(crate) fn replace_group(text: &str, caps: &Captures<'_>, g: usize, rep: &str) -> Option<String> {
+pub(crate) fn replace_group(
+    text: &str,
+    caps: &Captures<'_>,
+    g: usize,
+    rep: &str,
+) -> Option<String> {
     let m = caps.get(0)?;
     let inner = caps.get(g)?;
     Some(format!(
@@ -419,7 +423,10 @@ pub(crate) fn char_after(text: &str, i: usize) -> Option<char> {
 }
 
 /// Applies a second pass to the result of a first, keeping borrowed text borrowed.
-pub(crate) fn then<'t>(first: Cow<'t, str>, second: impl for<'a> Fn(&'a str) -> Cow<'a, str>) -> Cow<'t, str> {
+pub(crate) fn then<'t>(
+    first: Cow<'t, str>,
+    second: impl for<'a> Fn(&'a str) -> Cow<'a, str>,
+) -> Cow<'t, str> {
     match first {
         Cow::Borrowed(t) => second(t),
         Cow::Owned(s) => {
@@ -431,4 +438,3 @@ pub(crate) fn then<'t>(first: Cow<'t, str>, second: impl for<'a> Fn(&'a str) -> 
         }
     }
 }
-

@@ -285,4 +285,3 @@ pub(crate) fn is_placeholder_value(v: &str) -> bool {
     ];
     WORDS.iter().any(|w| v.eq_ignore_ascii_case(w))
 }
-

@@ -39,8 +39,7 @@ static ENCODED_RE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// A run of `\u` escapes (a surrogate pair is two).
-static UNICODE_ESCAPES_RE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?:\\u[0-9A-Fa-f]{4})+"));
+static UNICODE_ESCAPES_RE: LazyLock<Regex> = LazyLock::new(|| re(r"(?:\\u[0-9A-Fa-f]{4})+"));
 
 /// A base64 blob standing alone, standard or URL-safe alphabet, 20+ characters (15+
 /// bytes: shorter blobs decode to too little text to hold a credential a rule knows).
@@ -50,9 +49,7 @@ static BASE64_RE: LazyLock<Regex> =
 /// Runs of chunks separated by a line break (also an escaped `\n`), or one or two
 /// spaces: the candidates for a wrapped or grouped token.
 static CHUNKS_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"[A-Za-z0-9_+/=.:-]{2,}(?:(?:[ \t]*(?:\r?\n|\\n)[ \t]*|[ \t]{1,2})[A-Za-z0-9_+/=.:-]{2,})+",
-    )
+    re(r"[A-Za-z0-9_+/=.:-]{2,}(?:(?:[ \t]*(?:\r?\n|\\n)[ \t]*|[ \t]{1,2})[A-Za-z0-9_+/=.:-]{2,})+")
 });
 
 static CHUNK_RE: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Za-z0-9_+/=.:-]{2,}"));
@@ -159,10 +156,7 @@ pub(crate) fn redact_base64_blobs(text: &str) -> Cow<'_, str> {
         if !printable || secret_markers(&base_rules(decoded)) == 0 {
             return None;
         }
-        Some(format!(
-            "{}{MARK_BASE64}",
-            &text[m.start()..blob.start()]
-        ))
+        Some(format!("{}{MARK_BASE64}", &text[m.start()..blob.start()]))
     })
 }
 

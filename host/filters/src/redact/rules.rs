@@ -136,8 +136,7 @@ fn compile_regex(pattern: &str) -> Result<Regex, regex::Error> {
 
 fn compile_allow(def: &AllowDef) -> Option<Allow> {
     // an allowlist that also needs a file path can never hold for a text
-    if !def.paths.is_empty()
-        && (def.condition.as_deref() == Some("AND") || def.regexes.is_empty())
+    if !def.paths.is_empty() && (def.condition.as_deref() == Some("AND") || def.regexes.is_empty())
     {
         return None;
     }
@@ -319,7 +318,10 @@ pub(crate) fn secret_ranges(text: &str) -> Vec<Range<usize>> {
             .unwrap_or(whole);
             let s = secret.as_bytes();
             // a marker of an earlier rule is no secret (and must stay as it is)
-            if s.is_empty() || entropy(s) < rule.entropy || memchr::memmem::find(s, b"[REDACTED").is_some() {
+            if s.is_empty()
+                || entropy(s) < rule.entropy
+                || memchr::memmem::find(s, b"[REDACTED").is_some()
+            {
                 continue;
             }
             let line = &bytes[line_of(bytes, &secret.range())];

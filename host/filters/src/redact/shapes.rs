@@ -4,8 +4,8 @@
 
 use super::names::is_bip39_word;
 use super::{
-    MARK_CARD, MARK_HEX, MARK_IP, MARK_JWT, MARK_KEY, MARK_MNEMONIC, MARK_PATH, MARK_PEM,
-    MARK_URL, char_after, char_before, re, replace_matches, then,
+    MARK_CARD, MARK_HEX, MARK_IP, MARK_JWT, MARK_KEY, MARK_MNEMONIC, MARK_PATH, MARK_PEM, MARK_URL,
+    char_after, char_before, re, replace_matches, then,
 };
 use aho_corasick::AhoCorasick;
 use regex::{Captures, Regex};
@@ -217,7 +217,10 @@ pub(crate) fn redact_urls(text: &str) -> Cow<'_, str> {
                     None => String::new(),
                 };
                 let userinfo = !u.username().is_empty() || u.password().is_some();
-                (host, userinfo || u.port().is_some() || !(after.is_empty() || after == "/"))
+                (
+                    host,
+                    userinfo || u.port().is_some() || !(after.is_empty() || after == "/"),
+                )
             }
             Err(_) => (String::new(), true),
         };
@@ -432,10 +435,23 @@ pub const HEX_CONTEXT: usize = 40;
 /// ASCII case, also inside longer words: `apiKey`, `client_secret`).
 static HEX_SECRET_WORDS: LazyLock<AhoCorasick> = LazyLock::new(|| {
     let words = [
-        "key", "secret", "token", "passw", "pwd", "private", "signature", "hmac", "seed",
-        "salt", "credential", "auth",
+        "key",
+        "secret",
+        "token",
+        "passw",
+        "pwd",
+        "private",
+        "signature",
+        "hmac",
+        "seed",
+        "salt",
+        "credential",
+        "auth",
     ];
-    match AhoCorasick::builder().ascii_case_insensitive(true).build(words) {
+    match AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(words)
+    {
         Ok(a) => a,
         Err(e) => panic!("redact: invalid hex context words: {e}"),
     }

@@ -124,4 +124,3 @@ pub(crate) fn collapse_stacks(text: &str) -> Cow<'_, str> {
         Cow::Borrowed(text)
     }
 }
-
