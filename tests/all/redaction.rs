@@ -146,10 +146,7 @@ async fn an_unavailable_reason_names_the_server_and_its_commands_basename() {
         .unwrap();
     assert_eq!(git[1], "unavailable", "{servers:#}");
     let why = git[2].as_str().unwrap();
-    assert!(
-        why.contains(r#"server "git" (command uvx)"#),
-        "{why}"
-    );
+    assert!(why.contains(r#"server "git" (command uvx)"#), "{why}");
     assert!(
         !why.contains(&*dir.to_string_lossy()),
         "the path stays hidden: {why}"

@@ -169,11 +169,14 @@ fn token_like(chunk: &str) -> bool {
             .any(|(i, c)| c.is_ascii_digit() || c == '_' || (i > 0 && c.is_ascii_uppercase()))
 }
 
-/// Credentials wrapped over lines or split into groups (see the module doc).
+/// Credentials wrapped over lines or split into groups (see the module doc). All
+/// groups of the text are joined into one view (a line break between groups, which
+/// no credential spans), so the rule set runs once per text, not once per group.
 pub(crate) fn redact_wrapped_tokens(text: &str) -> Cow<'_, str> {
-    let mut found: Vec<Range<usize>> = Vec::new();
+    let mut joined = String::new();
+    // (offset in joined, offset in text) at the start of each chunk
+    let mut starts: Vec<(usize, usize)> = Vec::new();
     for run in CHUNKS_RE.find_iter(text) {
-        // chunks of the run as (start in text, text), grouped by token-likeness
         let chunks: Vec<(usize, &str)> = CHUNK_RE
             .find_iter(run.as_str())
             .map(|c| (run.start() + c.start(), c.as_str()))
@@ -182,29 +185,31 @@ pub(crate) fn redact_wrapped_tokens(text: &str) -> Cow<'_, str> {
             if group.len() < 2 {
                 continue;
             }
-            let mut joined = String::new();
-            // (offset in joined, offset in text) at the start of each chunk
-            let mut starts: Vec<(usize, usize)> = Vec::with_capacity(group.len());
             for (at, chunk) in group {
                 starts.push((joined.len(), *at));
                 joined.push_str(chunk);
             }
-            let to_text = |j: usize| {
-                let i = starts.partition_point(|(s, _)| *s <= j).saturating_sub(1);
-                starts[i].1 + (j - starts[i].0)
-            };
-            let mut ranges = rules::secret_ranges(&joined);
-            ranges.extend(shapes::JWT_RE.find_iter(&joined).map(|m| m.range()));
-            for r in ranges {
-                if r.is_empty() {
-                    continue;
-                }
-                let (start, end) = (to_text(r.start), to_text(r.end - 1) + 1);
-                // one chunk alone is the plain rules' business
-                if text[start..end].contains(|c: char| c.is_whitespace() || c == '\\') {
-                    found.push(start..end);
-                }
-            }
+            joined.push('\n');
+        }
+    }
+    if joined.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let to_text = |j: usize| {
+        let i = starts.partition_point(|(s, _)| *s <= j).saturating_sub(1);
+        starts[i].1 + (j - starts[i].0)
+    };
+    let mut ranges = rules::secret_ranges(&joined);
+    ranges.extend(shapes::JWT_RE.find_iter(&joined).map(|m| m.range()));
+    let mut found: Vec<Range<usize>> = Vec::new();
+    for r in ranges {
+        if r.is_empty() || joined[r.clone()].contains('\n') {
+            continue;
+        }
+        let (start, end) = (to_text(r.start), to_text(r.end - 1) + 1);
+        // one chunk alone is the plain rules' business
+        if text[start..end].contains(|c: char| c.is_whitespace() || c == '\\') {
+            found.push(start..end);
         }
     }
     replace_ranges(text, &rules::merge(found), MARK_KEY)
