@@ -45,7 +45,7 @@
 //! | `[REDACTED:base64]` | a base64 blob whose decoded text held a secret | shape, decoded |
 //!
 //! The bare `[REDACTED]` means "removed because of its name"; the tagged ones mean
-//! "removed because of what it looks like". In JSON ([`json::redact_json`]) a sensitive field's
+//! "removed because of what it looks like". In JSON ([`redact_json`]) a sensitive field's
 //! value becomes the string `"[REDACTED]"`. No rule matches a marker, and [`redact`]
 //! applies its rules until the text stops changing, so redaction is idempotent:
 //! redacting a redacted text returns it unchanged, with `changed == false`.
@@ -113,7 +113,7 @@
 //! * **Long hex** (32+ digits, with at least one digit and one letter, optional `0x`) is
 //!   redacted when a secret word (`key`, `secret`, `token`, `password`, `private`,
 //!   `signature`, `hmac`, `seed`, `salt`, `credential`, `auth`) stands before it on its
-//!   line (within [`shapes::HEX_CONTEXT`] bytes). Git SHAs, content hashes, digests and
+//!   line (within 40 bytes, `shapes::HEX_CONTEXT`). Git SHAs, content hashes, digests and
 //!   ids are kept: a tool's result is full of them, and a model needs them to work. A
 //!   bare hex secret with no such word before it is the residual this choice accepts.
 //!   Pure digit runs are numbers and are kept; so are UUIDs.
