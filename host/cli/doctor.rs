@@ -75,7 +75,7 @@ pub(super) async fn doctor(config_path: Option<PathBuf>) -> ExitCode {
         None => {
             let _ = writeln!(
                 out,
-                "warn  no config file (--config, $FORGE_CONFIG or ./forge.toml): no downstream servers"
+                "warn  no config file (--config, $FORGE_CONFIG or forge.toml in the working directory): no downstream servers"
             );
         }
     }

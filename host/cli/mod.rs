@@ -146,7 +146,7 @@ fn load_config(path: Option<PathBuf>) -> Result<Config, ExitCode> {
         Ok(c) => {
             if c.source.is_none() {
                 tracing::warn!(
-                    "no config file (--config, $FORGE_CONFIG or ./forge.toml): no downstream servers, default limits"
+                    "no config file (--config, $FORGE_CONFIG or forge.toml in the working directory): no downstream servers, default limits"
                 );
             }
             Ok(c)

@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::error::{ErrorCode, ForgeError, clip};
+use crate::error::{ErrorCode, ForgeError};
 
 /// Longest server error text passed into a `ForgeError`, in bytes. A stack
 /// dump from a server is noise for a model; the start says what went wrong.
@@ -40,17 +40,26 @@ pub fn call_result(server: &str, tool: &str, result: Value) -> Result<Value, For
             .filter_map(|b| b.get("text").and_then(Value::as_str))
             .map(str::to_string)
             .collect();
+        // A structured error (a YAML config dump, a traceback as an object) is
+        // redacted as JSON first: a sensitive field goes whatever its value.
         let text = if text.is_empty() {
             result
-                .get("structuredContent")
-                .map(Value::to_string)
+                .get_mut("structuredContent")
+                .map(|v| {
+                    crate::redact::redact_json(v);
+                    v.to_string()
+                })
                 .unwrap_or_else(|| "the tool reported an error without a message".into())
         } else {
             text.join("\n")
         };
+        // redacted whole, then cut: a cut first can land inside a secret
         return Err(ForgeError::new(
             ErrorCode::ToolError,
-            format!("{server}.{tool} failed: {}", clip(&text, MAX_ERROR_TEXT)),
+            format!(
+                "{server}.{tool} failed: {}",
+                crate::redact::redact_clip(&text, MAX_ERROR_TEXT)
+            ),
         )
         .suggest("the downstream tool reported this error; check the arguments against manifest.tool(...)"));
     }

@@ -438,11 +438,19 @@ fn log_dropped(server: &str, dropped: u64) {
     tracing::warn!(target: "quickforge::downstream", server = %server, "{dropped} stderr lines dropped (over {STDERR_LINES_PER_SEC} lines/s)");
 }
 
-/// Copies a server's stderr into the gateway's log, line by line, each line
-/// cut at [`MAX_STDERR_LINE`] bytes and the rate held to
+/// Most stderr lines redacted together as one block, and most bytes: a burst
+/// (a YAML dump, a PEM key, a traceback written in one go) is redacted whole,
+/// so a secret over several lines is found; the bound keeps the block, and the
+/// wait for it, small.
+pub const STDERR_BLOCK_LINES: usize = 64;
+
+/// Copies a server's stderr into the gateway's log, redacted, line by line,
+/// each line cut at [`MAX_STDERR_LINE`] bytes and the rate held to
 /// [`STDERR_LINES_PER_SEC`], so a chatty server can grow neither memory nor
-/// the log. The pipe is always read to the end, so the server never blocks
-/// on a full pipe.
+/// the log. Lines that arrived together (up to [`STDERR_BLOCK_LINES`]) are
+/// redacted as one block before they are logged, so a secret spread over
+/// lines (a PEM block, a wrapped token, a config dump) goes too. The pipe is
+/// always read to the end, so the server never blocks on a full pipe.
 async fn drain_stderr(server: String, stderr: tokio::process::ChildStderr) {
     use governor::{Quota, RateLimiter};
     use std::num::NonZeroU32;
@@ -450,24 +458,31 @@ async fn drain_stderr(server: String, stderr: tokio::process::ChildStderr) {
         .allow_burst(NonZeroU32::new(STDERR_BURST).unwrap_or(NonZeroU32::MIN));
     let limiter = RateLimiter::direct(quota);
     let mut dropped: u64 = 0;
-    let mut emit = |line: &[u8]| {
-        let text = String::from_utf8_lossy(line);
-        let text = text.trim_end();
-        if text.is_empty() {
+    let mut emit = |block: &mut Vec<String>| {
+        if block.is_empty() {
             return;
         }
-        if limiter.check().is_err() {
-            dropped += 1;
-            return;
+        let redacted = crate::redact::redact(&block.join("\n")).text;
+        block.clear();
+        for text in redacted.lines() {
+            let text = text.trim_end();
+            if text.is_empty() {
+                continue;
+            }
+            if limiter.check().is_err() {
+                dropped += 1;
+                continue;
+            }
+            if dropped > 0 {
+                log_dropped(&server, dropped);
+                dropped = 0;
+            }
+            tracing::info!(target: "quickforge::downstream", server = %server, "{text}");
         }
-        if dropped > 0 {
-            log_dropped(&server, dropped);
-            dropped = 0;
-        }
-        tracing::info!(target: "quickforge::downstream", server = %server, "{text}");
     };
     let mut reader = BufReader::new(stderr);
     let mut line: Vec<u8> = Vec::new();
+    let mut block: Vec<String> = Vec::new();
     loop {
         let buf = match reader.fill_buf().await {
             Ok(buf) if !buf.is_empty() => buf,
@@ -480,11 +495,16 @@ async fn drain_stderr(server: String, stderr: tokio::process::ChildStderr) {
         let consumed = newline.map_or(buf.len(), |i| i + 1);
         reader.consume(consumed);
         if newline.is_some() {
-            emit(&line);
+            block.push(String::from_utf8_lossy(&line).into_owned());
             line.clear();
+            // the burst is over when nothing more is buffered
+            if !reader.buffer().contains(&b'\n') || block.len() >= STDERR_BLOCK_LINES {
+                emit(&mut block);
+            }
         }
     }
-    emit(&line);
+    block.push(String::from_utf8_lossy(&line).into_owned());
+    emit(&mut block);
     if dropped > 0 {
         log_dropped(&server, dropped);
     }
@@ -608,14 +628,24 @@ impl Drop for CancelOnDrop {
 /// A failed request as the script sees it.
 pub fn service_error(server: &str, timeout: Duration, e: ServiceError) -> ForgeError {
     match e {
-        ServiceError::McpError(data) => ForgeError::new(
-            ErrorCode::DownstreamError,
-            format!(
-                "server {server:?} refused the request: {} (JSON-RPC error {})",
-                crate::error::clip(&data.message, convert::MAX_ERROR_TEXT),
-                data.code.0
-            ),
-        ),
+        ServiceError::McpError(data) => {
+            // The error's `data` often says more than its message (which field,
+            // which limit); it is redacted as JSON (a sensitive field goes
+            // whatever its value), then as text, and only then cut.
+            let detail = data.data.map(|mut d| {
+                crate::redact::redact_json(&mut d);
+                format!("; data: {d}")
+            });
+            let text = format!("{}{}", data.message, detail.unwrap_or_default());
+            ForgeError::new(
+                ErrorCode::DownstreamError,
+                format!(
+                    "server {server:?} refused the request: {} (JSON-RPC error {})",
+                    crate::redact::redact_clip(&text, convert::MAX_ERROR_TEXT),
+                    data.code.0
+                ),
+            )
+        }
         ServiceError::Timeout { .. } => ForgeError::new(
             ErrorCode::Timeout,
             format!(

@@ -258,7 +258,7 @@ impl Gateway {
             &server.config.name,
             old.and_then(|o| o.description.clone())
                 .or_else(|| server.config.description.clone()),
-            ServerStatus::Unavailable(crate::redact::redact(&why).text),
+            ServerStatus::Unavailable(unavailable_reason(&server.config, &why)),
         );
         // Keep the last known tools so scripts still see what the server
         // offers, and calls get a precise "unavailable" error.
@@ -267,6 +267,31 @@ impl Gateway {
             entry.resources = old.resources.clone();
         }
         self.set_entry(entry);
+    }
+}
+
+/// Why a server is unavailable, as the manifest and the log show it: redacted, and
+/// when that hid something (the configured command's path, typically), prefixed with
+/// the server's name and the basename of its command, so an operator still knows
+/// which server and which program to look at (`server "git" (command uvx): could not
+/// start "[REDACTED:path]": No such file or directory`).
+pub(super) fn unavailable_reason(config: &crate::config::ServerConfig, why: &str) -> String {
+    let redacted = crate::redact::redact(why);
+    if !redacted.changed {
+        return redacted.text;
+    }
+    let name = &config.name;
+    match &config.transport {
+        crate::config::Transport::Stdio { command, .. } => {
+            let base = std::path::Path::new(command)
+                .file_name()
+                .map_or_else(|| command.clone(), |b| b.to_string_lossy().into_owned());
+            // the basename names a program, not where it lives; redact it all the same
+            // (a program named like a token stays hidden)
+            let base = crate::redact::redact(&base).text;
+            format!("server {name:?} (command {base}): {}", redacted.text)
+        }
+        _ => format!("server {name:?}: {}", redacted.text),
     }
 }
 

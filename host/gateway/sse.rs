@@ -65,7 +65,7 @@ async fn success(resp: reqwest::Response) -> Result<reqwest::Response, SseError>
     }
     Err(SseError::Status(
         status,
-        crate::error::clip(&String::from_utf8_lossy(&body), MAX_BODY),
+        crate::redact::redact_clip(&String::from_utf8_lossy(&body), MAX_BODY),
     ))
 }
 

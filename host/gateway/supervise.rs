@@ -74,7 +74,8 @@ pub(super) async fn supervise(
                 }
             }
             Err(e) => {
-                tracing::warn!(server = %name, "could not connect: {e}");
+                // the log names the command's basename when redaction hides its path
+                tracing::warn!(server = %name, "could not connect: {}", super::unavailable_reason(&server.config, &e));
                 g.mark_unavailable(&server, e);
                 None
             }

@@ -433,7 +433,9 @@ fn classify_script_error(e: wit::ScriptError, budget_spent: bool) -> ExecutionEr
         kind,
         message: bounded(e.message, MAX_MESSAGE),
         forge,
-        stack: e.stack.map(|s| bounded(s, MAX_STACK)),
+        // the script's own frames: cut, not redacted (the stack rules would take
+        // them all); a stack is dropped whole when its message needed redaction
+        stack: e.stack.map(|s| crate::error::clip(&s, MAX_STACK)),
     }
 }
 
@@ -450,12 +452,10 @@ const MAX_MESSAGE: usize = 4 * 1024;
 /// (a recursion's thousands of frames) repeat themselves and cost context.
 const MAX_STACK: usize = 8 * 1024;
 
+/// `text` redacted, then cut to `max` bytes: in that order, so a cut never
+/// lands inside a secret (see [`crate::redact::redact_clip`]).
 fn bounded(text: String, max: usize) -> String {
-    if text.len() <= max {
-        text
-    } else {
-        crate::error::clip(&text, max)
-    }
+    crate::redact::redact_clip(&text, max)
 }
 
 fn engine_config(limits: &SandboxLimits) -> Config {

@@ -19,6 +19,7 @@ mod load;
 mod mcp;
 mod metadata;
 mod policy;
+mod redaction;
 mod soak;
 mod state;
 mod support;

@@ -66,7 +66,8 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-fn toml_str(s: &str) -> String {
+/// `s` as a TOML basic string (JSON's escapes are TOML's).
+pub fn toml_str(s: &str) -> String {
     serde_json::to_string(s).unwrap()
 }
 

@@ -19,6 +19,10 @@
 // Tools:
 //   add_tool {name, quiet?}  registers a new tool `name` and, unless quiet,
 //                     sends notifications/tools/list_changed
+//   leak_via {via}    leaks provider secrets through one channel: a JSON-RPC
+//                     error message (rpc_message), its data (rpc_data), an
+//                     isError result with only structuredContent (structured),
+//                     stderr (stderr), or across the error-text limit (long)
 //   crash {code?}     exits the process at once, mid-call
 //   slow {ms}         answers after `ms` milliseconds; a cancelled call
 //                     (notifications/cancelled) stops waiting and is counted
@@ -48,7 +52,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { createServer } from "node:http";
 import { randomUUID } from "node:crypto";
 import { readdirSync, readlinkSync } from "node:fs";
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 
 const args = process.argv.slice(2);
 const count = args.includes("--tools") ? Number(args[args.indexOf("--tools") + 1]) : 0;
@@ -87,6 +91,11 @@ const tools = [
   },
   { name: "fail", description: "Answer with an error result", inputSchema: { type: "object", properties: {} } },
   { name: "leak", description: "Fail with secrets in the error text", inputSchema: { type: "object", properties: {} } },
+  {
+    name: "leak_via",
+    description: "Leak provider secrets through one channel: rpc_message, rpc_data, structured, stderr, long",
+    inputSchema: { type: "object", properties: { via: { type: "string" } }, required: ["via"] },
+  },
   {
     name: "stderr_flood",
     description: "Write many lines to stderr, then answer",
@@ -298,6 +307,43 @@ function makeServer() {
         ].join("\n");
         console.error(secret);
         return { isError: true, content: [{ type: "text", text: secret }] };
+      }
+      case "leak_via": {
+        // Shapes the hand-kept list of old did not know, written as servers do.
+        const sendgrid = "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";
+        const shopify = "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";
+        const google = "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";
+        const github = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+        switch (a.via) {
+          case "rpc_message":
+            throw new McpError(-32602, `upstream refused ${sendgrid} (shopify ${shopify})`);
+          case "rpc_data":
+            throw new McpError(-32000, "upstream failed", {
+              config: { password: "hunter2", sendgrid_api_key: sendgrid },
+              note: `tried ${google}`,
+            });
+          case "structured":
+            // an error result with no text: a YAML config dump and a Python traceback
+            return {
+              isError: true,
+              content: [],
+              structuredContent: {
+                config: `upstream:\n  token: ${github}\n  shopify: ${shopify}\n`,
+                traceback: `Traceback (most recent call last):\n  File "/srv/app/main.py", line 3, in <module>\nValueError: bad key ${google}`,
+                client_secret: "s3cr3t-value",
+              },
+            };
+          case "stderr":
+            console.error(`loaded config; sendgrid ${sendgrid}`);
+            console.error(["-----BEGIN RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEAz9fixtureFIXTUREfixture0123456789", "Zm9vYmFyYmF6cXV4cXV1eHh5enp5", "-----END RSA PRIVATE KEY-----"].join("\n"));
+            console.error(`token ${github.slice(0, 20)}\n${github.slice(20)} wrapped`);
+            return text({ wrote: "stderr" });
+          case "long":
+            // the secret straddles the gateway's 2048-byte limit on error texts
+            return { isError: true, content: [{ type: "text", text: "x".repeat(2030) + ` ${github} ` + "y".repeat(500) }] };
+          default:
+            return { isError: true, content: [{ type: "text", text: `unknown channel ${a.via}` }] };
+        }
       }
       case "stderr_flood":
         for (let i = 0; i < a.count; i++) process.stderr.write(`noise ${i}\n`);
