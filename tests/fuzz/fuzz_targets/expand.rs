@@ -30,7 +30,10 @@ fuzz_target!(|data: &[u8]| {
     let _ = expand(&raw, &|_| None);
     let _ = references_with_fallbacks(&raw);
 
-    assert_eq!(expand(&escape(&raw), &|_| None).as_deref(), Ok(raw.as_str()));
+    assert_eq!(
+        expand(&escape(&raw), &|_| None).as_deref(),
+        Ok(raw.as_str())
+    );
 
     let mut name: String = prefix
         .chars()
@@ -52,7 +55,11 @@ fuzz_target!(|data: &[u8]| {
     // A fallback cannot hold `}` (it ends the reference); `$` in it is
     // kept as written.
     if !fallback.contains('}') {
-        let with = format!("{}${{{name}:-{fallback}}}{}", escape(&prefix), escape(&suffix));
+        let with = format!(
+            "{}${{{name}:-{fallback}}}{}",
+            escape(&prefix),
+            escape(&suffix)
+        );
         let used = if value.is_empty() { &fallback } else { &value };
         assert_eq!(
             expand(&with, &set).as_deref(),
