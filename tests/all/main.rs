@@ -2,9 +2,11 @@
 
 mod api;
 mod audit;
+mod boundary;
 mod bypass_corpus;
 mod cli;
 mod config;
+mod config_props;
 mod dts;
 mod faults;
 mod gateway;
