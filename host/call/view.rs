@@ -80,26 +80,34 @@ impl Pipeline {
         self.cx.manifest.clone()
     }
 
-    /// `manifest.servers`, narrowed to what the execution may see.
+    /// `manifest.servers`, narrowed to what the execution may see. Entries
+    /// that name no server are passed on as they are: there is nothing to
+    /// narrow them by.
     pub fn manifest_servers(&self) -> Value {
         let seen = self.visibility();
-        let Value::Array(all) = self.cx.manifest.servers() else {
-            return Value::Array(Vec::new());
+        let all = match self.cx.manifest.servers() {
+            Value::Array(all) => all,
+            other => return other,
         };
         Value::Array(
             all.into_iter()
-                .filter_map(|server| {
-                    let Value::Object(mut o) = server else {
-                        return None;
+                .filter_map(|mut server| {
+                    let Some(name) = server
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                    else {
+                        return Some(server);
                     };
-                    let name = o.get("name").and_then(Value::as_str)?.to_string();
                     if !seen.server(&name) {
                         return None;
                     }
-                    if !seen.listing(&name) {
-                        hide_listing(&mut o);
+                    if !seen.listing(&name)
+                        && let Value::Object(o) = &mut server
+                    {
+                        hide_listing(o);
                     }
-                    Some(Value::Object(o))
+                    Some(server)
                 })
                 .collect(),
         )

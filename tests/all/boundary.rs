@@ -21,7 +21,7 @@ use std::sync::{Arc, LazyLock};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use quickforge::{
-    BoxFuture, ErrorKind, ExecutionContext, ForgeError, ManifestView, Mode, Report, Route,
+    BoxFuture, ErrorKind, ExecutionContext, ForgeError, ManifestView, Mode, Query, Report, Route,
     SendRequest, Servers, Stash, Target,
 };
 use serde_json::{Map, Value, json};
@@ -99,7 +99,7 @@ impl ManifestView for Planned {
         self.0.servers.clone()
     }
 
-    fn search(&self, _query: &str, _limit: usize) -> Value {
+    fn search(&self, _query: &Query, _limit: usize, _visible: &dyn Fn(&str) -> bool) -> Value {
         self.0.search.clone()
     }
 
