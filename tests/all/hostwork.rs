@@ -136,8 +136,9 @@ async fn hostile_searches_do_not_hold_the_gateway() {
 /// thread without a time bound (a backreference pattern kept an execution
 /// 8.9 s past its limit). The script calls the pathological tool with
 /// crafted strings, then tries 1 MiB arguments that the route step parses
-/// before refusing them (that half passes without the meter: the guest
-/// serializes them first).
+/// before refusing them, then a resource read (those two halves pass
+/// without the meter: the guest serializes its side first; they guard the
+/// `tools` and `resources` imports).
 #[tokio::test]
 async fn hostile_tool_calls_do_not_hold_the_gateway() {
     stays_inside_its_limits(
@@ -148,6 +149,7 @@ async fn hostile_tool_calls_do_not_hold_the_gateway() {
             for (;;) {
                 try { await forge.callTool("fx", "pathological", { words }); } catch (e) {}
                 try { await forge.callTool("fx", "no_such_tool", big); } catch (e) {}
+                try { await forge.readResource("fx", "fixture://" + "r".repeat(4000)); } catch (e) {}
             }
         }"#,
     )
