@@ -33,11 +33,7 @@ pub fn render_signature(server: &str, tool: &str, input: &Value, output: Option<
         if optional { "?" } else { "" },
     );
     if sig.len() > MAX_LEN {
-        let mut cut = MAX_LEN;
-        while !sig.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        sig.truncate(cut);
+        sig.truncate(sig.floor_char_boundary(MAX_LEN));
         sig.push_str(" /* …cut; see inputSchema */");
     }
     sig

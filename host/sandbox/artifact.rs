@@ -8,10 +8,11 @@
 //! hash (Wasmtime version and every code-generation setting), so a stale or
 //! foreign artifact is never loaded. Loading a cached one is an `mmap`.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store};
 
@@ -125,7 +126,9 @@ async fn snapshot(engine: &Engine, linker: &Linker<ExecutionState>) -> anyhow::R
 #[cfg(unix)]
 fn trusted(path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    let uid = unsafe { libc_geteuid() };
+    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory
+    // of ours.
+    let uid = unsafe { libc::geteuid() };
     let ok = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.uid() == uid && m.mode() & 0o022 == 0);
     let trusted = ok(path) && path.parent().is_some_and(ok);
     if !trusted {
@@ -140,12 +143,6 @@ fn trusted(_path: &Path) -> bool {
     true
 }
 
-#[cfg(unix)]
-unsafe extern "C" {
-    #[link_name = "geteuid"]
-    fn libc_geteuid() -> u32;
-}
-
 /// Writes the artifact atomically, so a concurrent start never reads half,
 /// into a directory only this user can write.
 fn store(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -156,19 +153,32 @@ fn store(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .mode(0o700)
         .create(dir)?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().unwrap().to_string_lossy(),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+    // A temporary file (created 0600) in the same directory, renamed over
+    // the artifact once complete.
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut tmp, bytes)?;
+    tmp.persist(path).map(drop).map_err(|e| e.error)
 }
 
+/// The artifact's file name: a SHA-256 over what makes a compiled guest
+/// loadable (the engine's compatibility, the guest, this version).
+/// `DefaultHasher` would do for a key but its output may change between Rust
+/// releases, which would silently recompile on every toolchain update.
 fn cache_key(engine: &Engine) -> String {
-    let mut h = DefaultHasher::new();
+    /// Feeds `Hash` impls into SHA-256: wasmtime's compatibility hash is
+    /// only available through `Hash`.
+    struct Sha(Sha256);
+    impl Hasher for Sha {
+        fn write(&mut self, bytes: &[u8]) {
+            self.0.update(bytes);
+        }
+        fn finish(&self) -> u64 {
+            unreachable!("only the SHA-256 digest is read")
+        }
+    }
+    let mut h = Sha(Sha256::new());
     engine.precompile_compatibility_hash().hash(&mut h);
     GUEST_WASM.hash(&mut h);
     env!("CARGO_PKG_VERSION").hash(&mut h);
-    format!("{:016x}", h.finish())
+    hex::encode(&h.0.finalize()[..8])
 }

@@ -52,10 +52,7 @@ fn shrink(v: &Value, budget: usize) -> Value {
     }
     match v {
         Value::String(s) => {
-            let mut keep = budget.saturating_sub(MARKER_RESERVE).min(s.len());
-            while !s.is_char_boundary(keep) {
-                keep -= 1;
-            }
+            let keep = s.floor_char_boundary(budget.saturating_sub(MARKER_RESERVE));
             Value::String(format!(
                 "{}… [quickforge cut {} more bytes to fit max_output_size]",
                 &s[..keep],

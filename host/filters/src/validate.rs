@@ -951,11 +951,7 @@ fn span_text(src: &str, span: Span) -> Option<&str> {
 }
 
 fn floor_boundary(src: &str, at: usize) -> usize {
-    let mut at = at.min(src.len());
-    while !src.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
+    src.floor_char_boundary(at)
 }
 
 /// 1-based line and character column of a byte offset (`\r\n`, `\n`, `\r`,

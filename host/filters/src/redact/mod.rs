@@ -390,11 +390,10 @@ pub(crate) fn replace_matches<'t>(
 
 /// The index of the next character boundary after `i` (past the end when none).
 pub(crate) fn next_boundary(text: &str, i: usize) -> usize {
-    let mut j = i + 1;
-    while j < text.len() && !text.is_char_boundary(j) {
-        j += 1;
+    match i + 1 {
+        j if j >= text.len() => j,
+        j => text.ceil_char_boundary(j),
     }
-    j
 }
 
 /// Replaces group `g` of the match with `rep`, keeping the rest of the match.
