@@ -113,36 +113,34 @@ fn refused(pattern: &str) -> Option<String> {
     Some(why)
 }
 
+/// Why the `seen`-th pattern of a schema, `pattern`, is not checked, if it
+/// is not: past [`MAX_PATTERNS`] none is compiled.
+fn next_refused(pattern: &str, seen: &mut usize) -> Option<String> {
+    *seen += 1;
+    if *seen > MAX_PATTERNS {
+        return Some(format!("the schema has more than {MAX_PATTERNS} patterns"));
+    }
+    refused(pattern)
+}
+
 /// Drops from `schema` (at JSON pointer `at`) every pattern the host will
 /// not run, saying why in `warnings`. Walks objects and arrays; depth is
 /// bounded by the sanitizer's size bound on schemas.
 fn neutralise(schema: &mut Value, at: &str, seen: &mut usize, warnings: &mut Vec<String>) {
     match schema {
         Value::Object(map) => {
-            if let Some(Value::String(p)) = map.get("pattern") {
-                *seen += 1;
-                let why = if *seen > MAX_PATTERNS {
-                    Some(format!("the schema has more than {MAX_PATTERNS} patterns"))
-                } else {
-                    refused(p)
-                };
-                if let Some(why) = why {
-                    warnings.push(format!(
-                        "the pattern at {at}/pattern is not checked by quickforge: {why}"
-                    ));
-                    map.remove("pattern");
-                }
+            if let Some(Value::String(p)) = map.get("pattern")
+                && let Some(why) = next_refused(p, seen)
+            {
+                warnings.push(format!(
+                    "the pattern at {at}/pattern is not checked by quickforge: {why}"
+                ));
+                map.remove("pattern");
             }
             if let Some(Value::Object(props)) = map.get_mut("patternProperties") {
                 let keys: Vec<String> = props.keys().cloned().collect();
                 for key in keys {
-                    *seen += 1;
-                    let why = if *seen > MAX_PATTERNS {
-                        Some(format!("the schema has more than {MAX_PATTERNS} patterns"))
-                    } else {
-                        refused(&key)
-                    };
-                    if let Some(why) = why {
+                    if let Some(why) = next_refused(&key, seen) {
                         warnings.push(format!(
                             "the patternProperties key {key:?} at {at}/patternProperties is not checked by quickforge: {why}"
                         ));
