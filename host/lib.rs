@@ -62,4 +62,4 @@ pub use server::{FORGE_D_TS, instructions};
 pub use session::SessionLimits;
 pub use state::{At, Handle, MemoryStore, Stash, StashLimits, StateStore, Usage};
 pub use tokens::count as count_tokens;
-pub use validate::{Rejection, ValidatorLimits, validate};
+pub use validate::{Rejection, Rule, ValidatorLimits, validate};

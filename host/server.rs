@@ -21,6 +21,7 @@ use crate::gateway::{Gateway, STARTUP_WAIT};
 use crate::sandbox::{ExecutionContext, LogLevel, Mode, Report, Sandbox};
 use crate::session::{Session, SessionCap, SessionLimits};
 use crate::state::{MemoryStore, StashLimits, StateStore};
+use crate::validate::Rule;
 
 /// The TypeScript definitions of the script API, as the guest exposes it
 /// (tests/all/dts.rs checks they match).
@@ -287,10 +288,10 @@ impl ForgeServer {
                 // Code that does not parse, or is not one function, keeps
                 // the kinds the sandbox would give it; the rest is policy.
                 Err(rejection) => Some((
-                    match rejection.rule {
-                        "syntax" => crate::error::ErrorKind::Syntax,
-                        "not-async-arrow" => crate::error::ErrorKind::NotAFunction,
-                        "internal" => crate::error::ErrorKind::Internal,
+                    match rejection.kind {
+                        Rule::Syntax => crate::error::ErrorKind::Syntax,
+                        Rule::NotAsyncArrow => crate::error::ErrorKind::NotAFunction,
+                        Rule::Internal => crate::error::ErrorKind::Internal,
                         _ => crate::error::ErrorKind::Validation,
                     },
                     rejection.to_string(),

