@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use crate::gateway::{Gateway, STARTUP_WAIT};
 use crate::sandbox::{ExecutionContext, LogLevel, Mode, Report, Sandbox};
 use crate::session::{Session, SessionCap, SessionLimits};
-use crate::state::{MemoryStore, StashLimits, StateStore};
+use crate::state::{Handle, HandleKey, MemoryStore, Stash, StashLimits, StateStore};
 use crate::validate::Rule;
 
 /// The TypeScript definitions of the script API, as the guest exposes it
@@ -33,15 +33,24 @@ pub fn instructions() -> String {
         "quickforge gateway: downstream MCP tools are reached through code, not listed here.\n\
          1. `search`: run `async () => manifest.search(\"what you need\")`, then `manifest.tool(server, tool)` for the exact signature.\n\
          2. `execute`: run an async arrow function that calls `forge.callTool(server, tool, args)`; chain and combine calls in one script, return only what you need.\n\
-         Failures throw ForgeError (code, message, retryable, suggestion). forge.stash keeps JSON between executions of this session.\n\
+         Failures throw ForgeError (code, message, retryable, suggestion). forge.stash keeps JSON between executions; pass a result's `stash` back as execute's `stash` to reach it from another session.\n\
          ```ts\n{FORGE_D_TS}```"
     )
 }
 
-fn code_schema(what: &str) -> Arc<rmcp::model::JsonObject> {
+/// The input schema of a tool taking `code` and, for `execute`, the
+/// optional stash handle.
+fn code_schema(what: &str, stash: bool) -> Arc<rmcp::model::JsonObject> {
+    let mut properties = json!({"code": {"type": "string", "description": what}});
+    if stash {
+        properties["stash"] = json!({
+            "type": "string",
+            "description": "`stash` from an earlier result"
+        });
+    }
     Arc::new(rmcp::model::object(json!({
         "type": "object",
-        "properties": {"code": {"type": "string", "description": what}},
+        "properties": properties,
         "required": ["code"],
         "additionalProperties": false
     })))
@@ -53,7 +62,7 @@ pub fn tools() -> Vec<Tool> {
         "search",
         "Find downstream tools. `code` is a JS async arrow function using `manifest` \
          (servers, search(query), tool(server, name)); it returns JSON. No tool calls.",
-        code_schema("e.g. async () => manifest.search(\"create issue\")"),
+        code_schema("e.g. async () => manifest.search(\"create issue\")", false),
     );
     search.annotations = Some(ToolAnnotations::new().read_only(true));
     let execute = Tool::new(
@@ -62,6 +71,7 @@ pub fn tools() -> Vec<Tool> {
          `await forge.callTool(server, tool, args)` and returns JSON. Chain many calls in one script.",
         code_schema(
             "e.g. async () => (await forge.callTool(\"github\", \"list_issues\", {repo: \"o/r\"})).length",
+            true,
         ),
     );
     vec![search, execute]
@@ -77,6 +87,8 @@ pub struct Executor {
     pub gateway: Arc<Gateway>,
     /// Where every session's stash lives, with the gateway's caps.
     pub store: Arc<dyn StateStore>,
+    /// The secret that seals stash handles.
+    pub handles: HandleKey,
     /// Bounds on sessions: how many, and each one's share of the slots.
     pub sessions: SessionLimits,
     /// The live HTTP sessions, against `sessions.max_sessions`.
@@ -107,6 +119,7 @@ impl Executor {
             sandbox,
             gateway,
             store: Arc::new(MemoryStore::new(stash_limits)),
+            handles: HandleKey::random(),
             sessions,
             session_cap: SessionCap::new(sessions.max_sessions),
             running: tokio_util::task::TaskTracker::new(),
@@ -120,6 +133,13 @@ impl Executor {
     pub fn with_sessions(mut self, limits: SessionLimits) -> Executor {
         self.session_cap = SessionCap::new(limits.max_sessions);
         self.sessions = limits;
+        self
+    }
+
+    /// Seals stash handles with `key` (by default a key for this process
+    /// only).
+    pub fn with_handle_key(mut self, key: HandleKey) -> Executor {
+        self.handles = key;
         self
     }
 
@@ -199,7 +219,7 @@ impl ForgeServer {
         place: Option<tokio::sync::OwnedSemaphorePermit>,
     ) -> ForgeServer {
         let session = Session::new(
-            executor.store.clone(),
+            executor.handles.mint(),
             executor.sessions.max_concurrent_per_session,
             place,
         );
@@ -209,26 +229,47 @@ impl ForgeServer {
         }
     }
 
-    /// Runs `code` in `mode` for this session, and records it in the audit
-    /// log, if there is one.
+    /// Runs `code` in `mode` with this session's own stash, and records it
+    /// in the audit log, if there is one.
     pub async fn run(&self, mode: Mode, code: &str) -> Report {
-        let Some(audit) = &self.executor.audit else {
-            return self.admit(mode, code, None).await;
+        self.run_with(mode, code, self.session.handle.clone())
+            .await
+            .0
+    }
+
+    /// Runs `code` in `mode` with the stash of `handle`, and records it in
+    /// the audit log, if there is one; with the report, the handle when the
+    /// script used the stash (the client needs it to come back to it).
+    pub async fn run_with(
+        &self,
+        mode: Mode,
+        code: &str,
+        handle: Handle,
+    ) -> (Report, Option<Handle>) {
+        let stash = Arc::new(Stash::new(self.executor.store.clone(), handle));
+        let report = match &self.executor.audit {
+            None => self.admit(mode, code, None, stash.clone()).await,
+            Some(audit) => {
+                let mut audited = Audited {
+                    audit,
+                    arrival: crate::audit::Arrival {
+                        session: &self.session.id,
+                        stash: stash.handle(),
+                        at: std::time::SystemTime::now(),
+                        mode,
+                        code,
+                    },
+                    trail: audit.trail(),
+                    written: false,
+                };
+                let trail = Some(audited.trail.clone());
+                let report = self.admit(mode, code, trail, stash.clone()).await;
+                audited.write(Some(&report));
+                report
+            }
         };
-        let mut audited = Audited {
-            audit,
-            arrival: crate::audit::Arrival {
-                session: &self.session.id,
-                at: std::time::SystemTime::now(),
-                mode,
-                code,
-            },
-            trail: audit.trail(),
-            written: false,
-        };
-        let report = self.admit(mode, code, Some(audited.trail.clone())).await;
-        audited.write(Some(&report));
-        report
+        let used = stash.touched().then(|| stash.handle().clone());
+        (report, used)
     }
 
     /// Runs `code` unless the gateway is closing, over its execution rate,
@@ -239,6 +280,7 @@ impl ForgeServer {
         mode: Mode,
         code: &str,
         trail: Option<crate::audit::SharedTrail>,
+        stash: Arc<Stash>,
     ) -> Report {
         if self.executor.running.is_closed() {
             return Report::refused(crate::error::ExecutionError::new(
@@ -263,7 +305,7 @@ impl ForgeServer {
                     .slot(limits.max_queue_wait, limits.max_concurrent)
                     .await
                 {
-                    Ok(_slot) => self.run_now(mode, code, trail).await,
+                    Ok(_slot) => self.run_now(mode, code, trail, stash).await,
                     Err(busy) => Report::refused(busy),
                 }
             })
@@ -275,6 +317,7 @@ impl ForgeServer {
         mode: Mode,
         code: &str,
         trail: Option<crate::audit::SharedTrail>,
+        stash: Arc<Stash>,
     ) -> Report {
         // Oversized code is the sandbox's to refuse, without parsing it.
         if self.executor.validate && code.len() <= self.executor.sandbox.limits().max_code_size {
@@ -307,7 +350,7 @@ impl ForgeServer {
         let cx = ExecutionContext {
             servers: Arc::new(gateway.router(&snapshot)),
             manifest: Arc::new(snapshot),
-            stash: self.session.stash.clone(),
+            stash,
             audit: trail,
         };
         self.executor.sandbox.run(mode, code, cx).await
@@ -349,9 +392,11 @@ impl Drop for Audited<'_> {
 }
 
 /// A report as an MCP tool result: the value as JSON text (and as
-/// `structuredContent.result`), the logs, and errors as `isError` results a
-/// model can read.
-pub fn to_result(report: &Report) -> CallToolResult {
+/// `structuredContent.result`), the logs, errors as `isError` results a
+/// model can read, and the stash handle when the script used the stash (as
+/// `structuredContent.stash` and a line of text, for clients that drop
+/// structured content).
+pub fn to_result(report: &Report, stash: Option<&Handle>) -> CallToolResult {
     let logs: Vec<String> = report
         .logs
         .iter()
@@ -409,6 +454,10 @@ pub fn to_result(report: &Report) -> CallToolResult {
     if !logs.is_empty() {
         structured.insert("logs".into(), logs.into());
         content.push(ContentBlock::text(format!("logs:\n{log_text}")));
+    }
+    if let Some(handle) = stash {
+        structured.insert("stash".into(), handle.as_str().into());
+        content.push(ContentBlock::text(format!("stash: {}", handle.as_str())));
     }
     let mut result = if is_error {
         CallToolResult::error(content)
@@ -492,7 +541,26 @@ impl ServerHandler for ForgeServer {
                 .into());
             }
         };
-        let report = self.run(mode, &code).await;
-        Ok(to_result(&report).into())
+        let handle = match request.arguments.as_ref().and_then(|a| a.get("stash")) {
+            None | Some(Value::Null) => self.session.handle.clone(),
+            Some(Value::String(text)) => match self.executor.handles.open(text) {
+                Some(handle) => handle,
+                None => {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                        "`stash` {:?} is not a stash handle of this gateway (altered, from another gateway, or sealed before its secret changed); pass the `stash` value of an earlier result exactly, or leave it out to use this session's stash",
+                        crate::error::preview(text)
+                    ))])
+                    .into());
+                }
+            },
+            Some(_) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(
+                    "`stash` must be a string: the `stash` value of an earlier result",
+                )])
+                .into());
+            }
+        };
+        let (report, used) = self.run_with(mode, &code, handle).await;
+        Ok(to_result(&report, used.as_ref()).into())
     }
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 
 use crate::error::{ErrorKind, ExecutionError};
-use crate::state::{Handle, Stash, StateStore};
+use crate::state::Handle;
 
 /// Bounds on sessions. Every value is a documented default of `[sandbox]`
 /// in forge.toml.
@@ -30,6 +30,11 @@ pub struct SessionLimits {
     /// Default: half of `max_concurrent`, rounded up (4 of 8), so one client
     /// can fan work out and still leave half the slots to the others.
     pub max_concurrent_per_session: usize,
+    /// How long an idle HTTP session lives (`session_idle_secs`). Default:
+    /// the stash's default TTL, and never under rmcp's 5 minutes, so a
+    /// client that comes back within the TTL finds its session, and with it
+    /// its stash, where it left them ([`SessionLimits::idle_for`]).
+    pub idle: Duration,
 }
 
 impl SessionLimits {
@@ -38,9 +43,20 @@ impl SessionLimits {
         SessionLimits {
             max_sessions: 64,
             max_concurrent_per_session: max_concurrent.div_ceil(2).max(1),
+            idle: SessionLimits::idle_for(&crate::state::StashLimits::default()),
         }
     }
+
+    /// The default idle lifetime of a session whose stash has `stash`'s
+    /// limits: its default TTL, at least [`MIN_SESSION_IDLE`].
+    pub fn idle_for(stash: &crate::state::StashLimits) -> Duration {
+        Duration::from_secs(stash.default_ttl_secs).max(MIN_SESSION_IDLE)
+    }
 }
+
+/// Shortest default idle lifetime of a session: rmcp's own default, 5
+/// minutes, which clients are written against.
+pub const MIN_SESSION_IDLE: Duration = Duration::from_secs(300);
 
 /// Seconds a client refused for `max_sessions` is told to wait
 /// (`Retry-After`). Sessions end when their client leaves or after rmcp's
@@ -87,28 +103,27 @@ impl SessionCap {
 }
 
 /// One session's own state. Dropped with the session's server, which
-/// releases its stash and its place under the cap.
+/// releases its place under the cap (not its stash: the handle may live on
+/// in the client).
 pub struct Session {
     /// Random; names the session in the audit log.
     pub id: Arc<str>,
-    /// The session's stash, addressed by its own handle.
-    pub stash: Arc<Stash>,
+    /// The session's default stash handle, used by an `execute` that names
+    /// none.
+    pub handle: Handle,
     slots: Arc<Semaphore>,
     share: usize,
     _place: Option<OwnedSemaphorePermit>,
 }
 
 impl Session {
-    /// A session with a fresh handle in `store`, running at most `share`
-    /// executions at once, holding `place` under the session cap if any.
-    pub fn new(
-        store: Arc<dyn StateStore>,
-        share: usize,
-        place: Option<OwnedSemaphorePermit>,
-    ) -> Session {
+    /// A session whose default stash handle is `handle`, running at most
+    /// `share` executions at once, holding `place` under the session cap if
+    /// any.
+    pub fn new(handle: Handle, share: usize, place: Option<OwnedSemaphorePermit>) -> Session {
         Session {
             id: crate::audit::random_id(8).into(),
-            stash: Arc::new(Stash::new(store, Handle::random())),
+            handle,
             slots: Arc::new(Semaphore::new(share.max(1))),
             share,
             _place: place,

@@ -20,6 +20,10 @@ pub struct Record<'a> {
     pub id: String,
     /// Random, unique per client session (64 bits, hex).
     pub session: &'a str,
+    /// The stash handle the execution ran with, as a fingerprint (the first
+    /// 64 bits of its SHA-256, hex): never the handle, which is a
+    /// capability.
+    pub stash: String,
     /// When the execution arrived, RFC 3339 UTC with milliseconds.
     pub timestamp: String,
     /// `search` or `execute`.
@@ -62,6 +66,8 @@ pub struct Record<'a> {
 pub struct Arrival<'a> {
     /// The session it came from.
     pub session: &'a str,
+    /// The stash handle it runs with.
+    pub stash: &'a crate::state::Handle,
     /// When.
     pub at: std::time::SystemTime,
     /// `search` or `execute`.
@@ -128,6 +134,7 @@ impl AuditLog {
             event: "execution",
             id: random_id(16),
             session: arrival.session,
+            stash: arrival.stash.fingerprint(),
             timestamp: chrono::DateTime::<chrono::Utc>::from(arrival.at)
                 .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             operation: arrival.mode,

@@ -211,9 +211,11 @@ mod tests {
             logs: Vec::new(),
             stats: Default::default(),
         };
+        let handle = crate::state::Handle::random();
         for _ in 0..2 {
             let arrival = Arrival {
                 session: "s1",
+                stash: &handle,
                 at: std::time::SystemTime::now(),
                 mode: Mode::Execute,
                 code: "async () => ({a: 1})",

@@ -177,8 +177,18 @@ async fn start(config: &Config) -> Result<Arc<Executor>, ExitCode> {
             return Err(ExitCode::from(EXIT_USAGE));
         }
     };
+    let cache = config.cache_dir.resolve();
+    let secret = config.stash.secret.as_ref().map(|s| s.0.as_str());
+    let (key, source) = crate::state::HandleKey::load(secret, cache.as_deref());
+    match source {
+        crate::state::KeySource::Ephemeral(why) => tracing::warn!(
+            "stash handles are sealed with a key for this process only ({why}): handles given out now stop working at restart; set [sandbox.stash] secret or a writable cache_dir"
+        ),
+        source => tracing::debug!(?source, "stash handle key"),
+    }
     Ok(Arc::new(
         Executor::new(sandbox, Gateway::start(config), config.stash.clone())
+            .with_handle_key(key)
             .with_sessions(config.sessions)
             .with_rate_limit(config.executions_per_minute)
             .with_validation(config.validate)

@@ -119,9 +119,14 @@ async fn serve_http(
         .with_allowed_origins(allowed_origins)
         .with_cancellation_token(shutdown.child_token());
     let factory_shared = executor.clone();
+    // Sessions live as long as their stash's default TTL (rmcp's default
+    // is 5 minutes): a client idle for longer still finds its session, and
+    // its stash, when it comes back.
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(executor.sessions.idle);
     let service = StreamableHttpService::new(
         move || ForgeServer::open(factory_shared.clone()),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(sessions),
         config,
     );
     let cap = executor.session_cap.clone();

@@ -190,6 +190,7 @@ struct RawSandbox {
     max_concurrent: usize,
     max_concurrent_per_session: Option<usize>,
     max_sessions: usize,
+    session_idle_secs: Option<u64>,
     max_queue_wait_ms: u64,
     max_log_lines: usize,
     max_log_bytes: usize,
@@ -216,6 +217,7 @@ impl Default for RawSandbox {
             max_concurrent: d.max_concurrent,
             max_concurrent_per_session: None,
             max_sessions: SessionLimits::for_slots(d.max_concurrent).max_sessions,
+            session_idle_secs: None,
             max_queue_wait_ms: d.max_queue_wait.as_millis() as u64,
             max_log_lines: d.max_log_lines,
             max_log_bytes: d.max_log_bytes,
@@ -362,8 +364,36 @@ impl Config {
                 ),
             ));
         }
+        let secret = match &s.stash.secret {
+            None => None,
+            Some(secret) => {
+                let text = expand(&secret.0, lookup)
+                    .map_err(|e| invalid("stash.secret", e.to_string()))?;
+                if text.len() < crate::state::handle::MIN_SECRET_BYTES {
+                    return Err(invalid(
+                        "stash.secret",
+                        format!(
+                            "must be at least {} bytes (it seals every stash handle), got {}; e.g. secret = \"${{QUICKFORGE_STASH_SECRET}}\" with 32 random bytes in hex",
+                            crate::state::handle::MIN_SECRET_BYTES,
+                            text.len()
+                        ),
+                    ));
+                }
+                Some(crate::state::Secret(text))
+            }
+        };
         let mut sessions = SessionLimits::for_slots(s.max_concurrent);
         sessions.max_sessions = s.max_sessions;
+        sessions.idle = match s.session_idle_secs {
+            Some(0) => {
+                return Err(invalid(
+                    "session_idle_secs",
+                    "must be greater than 0".into(),
+                ));
+            }
+            Some(secs) => Duration::from_secs(secs),
+            None => SessionLimits::idle_for(&s.stash),
+        };
         if let Some(share) = s.max_concurrent_per_session {
             if !(1..=s.max_concurrent).contains(&share) {
                 return Err(invalid(
@@ -407,7 +437,7 @@ impl Config {
                 max_log_lines: s.max_log_lines,
                 max_log_bytes: s.max_log_bytes,
             },
-            stash: s.stash,
+            stash: StashLimits { secret, ..s.stash },
             sessions,
             cache_dir: s.cache_dir.map_or(CacheDir::Default, CacheDir::Path),
             servers: downstream.servers,

@@ -35,7 +35,8 @@ pub enum CacheDir {
 }
 
 impl CacheDir {
-    fn resolve(&self) -> Option<PathBuf> {
+    /// The directory this names, if any.
+    pub fn resolve(&self) -> Option<PathBuf> {
         match self {
             CacheDir::Disabled => None,
             CacheDir::Path(p) => Some(p.clone()),

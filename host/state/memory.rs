@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::bucket::{Bucket, Entry, cost};
 use super::caps::Pool;
-use super::{At, Handle, Space, StashLimits, StateStore, Usage, check_key, check_put};
+use super::{At, Space, StashLimits, StateStore, Usage, check_key, check_put};
 use crate::error::{ErrorCode, ForgeError};
 
 /// Stashes in this process's memory, lost when it exits.
@@ -160,15 +160,6 @@ impl StateStore for MemoryStore {
         keys.sort();
         keys.dedup();
         Ok(keys)
-    }
-
-    fn release(&self, handle: &Handle) {
-        let mut pools = self.lock();
-        for pool in pools.values_mut() {
-            if let Some(b) = pool.buckets.remove(handle) {
-                pool.bytes -= b.bytes;
-            }
-        }
     }
 
     fn usage(&self) -> Usage {

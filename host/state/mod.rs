@@ -8,11 +8,15 @@
 //! writes it in the next, so a networked backend (Redis, with a script per
 //! operation) can keep the same contract.
 //!
-//! **Handles.** State belongs to a handle, not to an object's lifetime. Today
-//! the handle is the client session's own (one per stdio connection, one per
-//! streamable-HTTP session), made at random when the session opens and
-//! released when it closes; a handle carried explicitly by the client (sealed
-//! with an HMAC) can take its place without changing the store.
+//! **Handles.** State belongs to a handle, not to an object's lifetime. A
+//! handle is sealed with an HMAC under the gateway's secret ([`handle`]).
+//! Each client session (one stdio connection, one streamable-HTTP session)
+//! mints one as its default; `execute` returns it whenever the script used
+//! the stash, and takes it back as its `stash` argument from any session, so
+//! a client that carries it keeps its state across reconnects, session
+//! expiry and stateless requests. Nothing releases a handle's state when a
+//! session closes (the handle may live on in the client): its entries end
+//! with their TTL, or with eviction when the caps are under pressure.
 //!
 //! **Spaces.** Inside one handle, state lives in spaces: the public space
 //! (`None`) and one space per strict server group. An execution locked to a
@@ -25,15 +29,18 @@
 
 mod bucket;
 pub mod caps;
+pub mod handle;
 pub mod memory;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::Deserialize;
 
 use crate::error::{ErrorCode, ForgeError, preview};
 
+pub use handle::{HandleKey, KeySource};
 pub use memory::MemoryStore;
 
 /// Bounds of one stash and of all stashes together. Every value is a
@@ -71,6 +78,21 @@ pub struct StashLimits {
     /// under a running script; a write that finds only younger stashes is
     /// refused as retryable instead.
     pub evict_idle_secs: u64,
+    /// The secret that seals stash handles (`${VAR}` expanded). Unset, a
+    /// secret is generated and kept in the cache directory, so handles stay
+    /// valid across restarts; changing it invalidates every handle.
+    pub secret: Option<Secret>,
+}
+
+/// A configured secret: never shown by `Debug`.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
 }
 
 impl Default for StashLimits {
@@ -84,6 +106,7 @@ impl Default for StashLimits {
             max_stashes: 128,
             max_gateway_size: 256 * 1024 * 1024,
             evict_idle_secs: 60,
+            secret: None,
         }
     }
 }
@@ -95,8 +118,8 @@ pub const MAX_TTL_SECS: u64 = 30 * 24 * 3600;
 /// Longest key, in bytes. Keys are names, not data.
 pub const MAX_KEY_LEN: usize = 256;
 
-/// Who state belongs to: an opaque, unguessable id. Today a client session
-/// makes one at random when it opens ([`Handle::random`]).
+/// Who state belongs to: an opaque, unguessable id, sealed by a
+/// [`HandleKey`] when a client may see it.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Handle(Arc<str>);
 
@@ -105,7 +128,8 @@ impl Handle {
     /// bearer capability must be once clients carry handles themselves.
     pub const RANDOM_BYTES: usize = 16;
 
-    /// A fresh handle from the OS random source.
+    /// A fresh unsealed handle from the OS random source, for state no
+    /// client addresses (tests, a private stash).
     pub fn random() -> Handle {
         let mut bytes = [0u8; Self::RANDOM_BYTES];
         // Without the OS random source no handle is safe to hand out.
@@ -117,12 +141,19 @@ impl Handle {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// A short hash of the handle, for the audit log: lines of one handle
+    /// can be matched without the log holding the capability itself.
+    pub fn fingerprint(&self) -> String {
+        use sha2::Digest;
+        hex::encode(&sha2::Sha256::digest(self.0.as_bytes())[..8])
+    }
 }
 
 impl std::fmt::Debug for Handle {
     /// Never the whole handle: it is a capability.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Handle({}…)", self.0.get(..4).unwrap_or(""))
+        write!(f, "Handle({}…)", self.0.get(..8).unwrap_or(""))
     }
 }
 
@@ -176,28 +207,42 @@ pub trait StateStore: Send + Sync + 'static {
     /// The live keys [`StateStore::get`] would find at `at`, sorted.
     fn keys(&self, at: At<'_>) -> Result<Vec<String>, ForgeError>;
 
-    /// Drops everything `handle` holds, in every space (its session closed).
-    fn release(&self, handle: &Handle);
-
     /// What the store holds now.
     fn usage(&self) -> Usage;
 }
 
-/// One client's stash: a store and the handle it is addressed by. Released
-/// from the store when dropped, since nobody can address it again.
+/// One execution's view of a stash: a store, the handle it is addressed
+/// by, and whether the script used it (then the handle goes back to the
+/// client with the result).
 pub struct Stash {
     store: Arc<dyn StateStore>,
     handle: Handle,
+    touched: AtomicBool,
 }
 
 impl Stash {
     /// The state of `handle` in `store`.
     pub fn new(store: Arc<dyn StateStore>, handle: Handle) -> Stash {
-        Stash { store, handle }
+        Stash {
+            store,
+            handle,
+            touched: AtomicBool::new(false),
+        }
     }
 
-    /// Where `space`'s operations act.
+    /// The handle this stash is addressed by.
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// Whether any operation reached the store through this view.
+    pub fn touched(&self) -> bool {
+        self.touched.load(Ordering::Relaxed)
+    }
+
+    /// Where `space`'s operations act; marks the view used.
     fn at<'a>(&'a self, space: Option<&'a Arc<str>>) -> At<'a> {
+        self.touched.store(true, Ordering::Relaxed);
         At {
             handle: &self.handle,
             space,
@@ -228,12 +273,6 @@ impl Stash {
     /// [`StateStore::keys`] in `space`.
     pub fn keys(&self, space: Option<&Arc<str>>) -> Result<Vec<String>, ForgeError> {
         self.store.keys(self.at(space))
-    }
-}
-
-impl Drop for Stash {
-    fn drop(&mut self) {
-        self.store.release(&self.handle);
     }
 }
 

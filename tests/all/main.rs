@@ -11,6 +11,7 @@ mod dts;
 mod faults;
 mod gateway;
 mod groups;
+mod handles;
 mod hostile;
 mod hostwork;
 mod http;

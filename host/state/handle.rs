@@ -1,0 +1,238 @@
+//! Stash handles: unguessable ids sealed with an HMAC under the gateway's
+//! secret, so that state is addressed by a handle a client can carry, not
+//! by the lifetime of a session object.
+//!
+//! A handle reads `qfs_` + 32 hex digits of randomness + 24 hex digits of
+//! tag (HMAC-SHA256 of the random part under the [`HandleKey`], cut to 96
+//! bits). A handle presented by a client is opened with
+//! [`HandleKey::open`], which checks the tag in constant time before
+//! anything is looked up: a guessed, altered or foreign handle never reaches
+//! the store, and it is refused exactly like one that never existed.
+
+use std::path::{Path, PathBuf};
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use super::Handle;
+
+/// The text every handle starts with, so a model (and a person reading a
+/// transcript) can tell a stash handle from other ids.
+const PREFIX: &str = "qfs_";
+
+/// Hex digits of randomness: 128 bits, unguessable.
+const ID_HEX: usize = 2 * Handle::RANDOM_BYTES;
+
+/// Hex digits of the tag: 96 bits. A forger must guess it outright (the
+/// tag is checked before any lookup, and every failure looks the same), so
+/// 2^96 tries per handle; longer would only cost the model more tokens each
+/// time it carries the handle.
+const TAG_HEX: usize = 24;
+
+/// Shortest configured secret, in bytes: 16 bytes is 128 bits if random;
+/// anything shorter is a password a forger could guess offline from one
+/// handle.
+pub const MIN_SECRET_BYTES: usize = 16;
+
+/// Name of the file in the cache directory that keeps a generated secret,
+/// so handles stay valid across restarts.
+pub const KEY_FILE: &str = "stash-secret";
+
+/// Where the [`HandleKey`] came from, for the startup log and `doctor`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    /// `[sandbox.stash] secret` in forge.toml.
+    Configured,
+    /// Generated before and kept in this file of the cache directory.
+    Kept(PathBuf),
+    /// Generated now and written to this file of the cache directory.
+    Created(PathBuf),
+    /// Generated now for this process only (no cache directory, or it
+    /// could not be written): handles end with the process.
+    Ephemeral(String),
+}
+
+/// The per-gateway secret that seals handles.
+#[derive(Clone)]
+pub struct HandleKey {
+    key: [u8; 32],
+}
+
+impl std::fmt::Debug for HandleKey {
+    /// Never the key.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HandleKey(..)")
+    }
+}
+
+impl HandleKey {
+    /// A key from the OS random source, for this process only.
+    pub fn random() -> HandleKey {
+        let mut key = [0u8; 32];
+        // Without the OS random source no handle is safe to hand out.
+        getrandom::fill(&mut key).expect("the OS random source works");
+        HandleKey { key }
+    }
+
+    /// A key derived from a configured secret of any length (SHA-256 of
+    /// it: the HMAC needs a fixed-size key, and a passphrase works too).
+    pub fn from_secret(secret: &str) -> HandleKey {
+        use sha2::Digest;
+        HandleKey {
+            key: Sha256::digest(secret.as_bytes()).into(),
+        }
+    }
+
+    /// The gateway's key: the configured secret if there is one, else the
+    /// one kept in `cache` (made and written there, readable by the owner
+    /// only, the first time), else a key for this process alone.
+    pub fn load(configured: Option<&str>, cache: Option<&Path>) -> (HandleKey, KeySource) {
+        if let Some(secret) = configured {
+            return (HandleKey::from_secret(secret), KeySource::Configured);
+        }
+        let Some(dir) = cache else {
+            return (
+                HandleKey::random(),
+                KeySource::Ephemeral("no cache directory".into()),
+            );
+        };
+        let path = dir.join(KEY_FILE);
+        if let Ok(text) = std::fs::read_to_string(&path)
+            && let Ok(bytes) = hex::decode(text.trim())
+            && let Ok(key) = <[u8; 32]>::try_from(bytes.as_slice())
+        {
+            return (HandleKey { key }, KeySource::Kept(path));
+        }
+        let made = HandleKey::random();
+        match write_private(dir, &path, &hex::encode(made.key)) {
+            Ok(()) => (made, KeySource::Created(path)),
+            Err(e) => (
+                made,
+                KeySource::Ephemeral(format!("could not write {}: {e}", path.display())),
+            ),
+        }
+    }
+
+    fn tag(&self, id: &str) -> Hmac<Sha256> {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key size");
+        mac.update(id.as_bytes());
+        mac
+    }
+
+    /// A new handle sealed with this key.
+    pub fn mint(&self) -> Handle {
+        let mut random = [0u8; Handle::RANDOM_BYTES];
+        getrandom::fill(&mut random).expect("the OS random source works");
+        let id = hex::encode(random);
+        let tag = hex::encode(self.tag(&id).finalize().into_bytes());
+        Handle(format!("{PREFIX}{id}{}", &tag[..TAG_HEX]).into())
+    }
+
+    /// The handle `text` names, if this key sealed it. The tag is checked
+    /// in constant time; every failure is the same `None`.
+    pub fn open(&self, text: &str) -> Option<Handle> {
+        let body = text.strip_prefix(PREFIX)?;
+        let lower_hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+        if body.len() != ID_HEX + TAG_HEX || !body.bytes().all(lower_hex) {
+            return None;
+        }
+        let (id, tag) = body.split_at(ID_HEX);
+        let tag = hex::decode(tag).ok()?;
+        self.tag(id).verify_truncated_left(&tag).ok()?;
+        Some(Handle(text.into()))
+    }
+}
+
+/// Writes `text` to `path` atomically, readable and writable by the owner
+/// only, never replacing a file another process wrote first.
+fn write_private(dir: &Path, path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    std::fs::create_dir_all(dir)?;
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    file.write_all(text.as_bytes())?;
+    file.as_file().sync_all()?;
+    file.persist_noclobber(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_minted_handle_opens_under_its_key_only() {
+        let (key, other) = (HandleKey::random(), HandleKey::random());
+        let h = key.mint();
+        assert_eq!(h.as_str().len(), PREFIX.len() + ID_HEX + TAG_HEX);
+        assert_eq!(key.open(h.as_str()), Some(h.clone()));
+        assert_eq!(other.open(h.as_str()), None);
+    }
+
+    #[test]
+    fn altered_or_malformed_handles_are_refused() {
+        let key = HandleKey::random();
+        let h = key.mint();
+        let text = h.as_str();
+        // Every single-digit change, in the id and in the tag.
+        for at in PREFIX.len()..text.len() {
+            let mut bytes = text.as_bytes().to_vec();
+            bytes[at] = if bytes[at] == b'0' { b'1' } else { b'0' };
+            let altered = String::from_utf8(bytes).unwrap();
+            assert_eq!(key.open(&altered), None, "{altered}");
+        }
+        for bad in [
+            "",
+            "qfs_",
+            &text[..text.len() - 1],
+            &format!("{text}0"),
+            &text[PREFIX.len()..],
+            "qfs_zz",
+            &text.to_ascii_uppercase(),
+        ] {
+            assert_eq!(key.open(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_same_secret_gives_the_same_key() {
+        let h = HandleKey::from_secret("correct horse").mint();
+        assert!(
+            HandleKey::from_secret("correct horse")
+                .open(h.as_str())
+                .is_some()
+        );
+        assert!(
+            HandleKey::from_secret("correct horsf")
+                .open(h.as_str())
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_generated_key_is_kept_in_the_cache_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let (first, source) = HandleKey::load(None, Some(dir.path()));
+        assert!(matches!(source, KeySource::Created(_)), "{source:?}");
+        let (again, source) = HandleKey::load(None, Some(dir.path()));
+        assert!(matches!(source, KeySource::Kept(_)), "{source:?}");
+        let h = first.mint();
+        assert!(again.open(h.as_str()).is_some());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.path().join(KEY_FILE))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let (_, source) = HandleKey::load(Some("s"), Some(dir.path()));
+        assert_eq!(source, KeySource::Configured);
+    }
+}
