@@ -1,5 +1,18 @@
 //! Where lines go: a file opened private to the user and/or stderr,
 //! written by a thread of its own so that no execution waits on a disk.
+//!
+//! The thread and its bounded queue are written here rather than taken from
+//! `tracing-appender`'s non-blocking writer (0.2.5, checked for issue 17),
+//! whose queue and lossy mode would fit but whose shutdown does not: its
+//! `WorkerGuard` gives queued lines a fixed 100 ms to enqueue the shutdown
+//! message and 1 s to be written, not configurable (tokio-rs/tracing#1135,
+//! open), where closing this log waits up to [`CLOSE_WAIT`] for the last
+//! executions before exit to reach a slow disk, and says when it gave up. And
+//! when its queue is full at that moment (the overload this queue exists
+//! for), the guard reports it with `println!`, on stdout, which is the MCP
+//! protocol for a stdio gateway. Its drop counter is also only a number to
+//! poll; here the writer reports lost lines in the log as soon as it catches
+//! up.
 
 use std::fs::File;
 use std::io::Write as _;

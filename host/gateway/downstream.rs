@@ -6,6 +6,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
@@ -175,12 +176,12 @@ impl Connection {
         let Some(guard) = &self.child else { return };
         let child = guard.child.lock().ok().and_then(|mut c| c.take());
         let Some(mut child) = child else { return };
-        if tokio::time::timeout(grace, child.wait()).await.is_err() {
-            guard.kill();
-            let _ = child.wait().await;
+        if tokio::time::timeout(grace, child.0.wait()).await.is_err() {
+            child.kill();
+            let _ = child.0.wait().await;
         } else {
             // The leader exited; grandchildren it left behind go too.
-            guard.kill();
+            child.kill();
         }
         // With the whole group gone the pipe reaches its end: what is left
         // in it goes to the log, unless that takes longer than the bound.
@@ -200,10 +201,9 @@ impl Drop for Connection {
 /// Kills a stdio server's whole process group (npx, uvx and shell wrappers
 /// start the real server as a grandchild) when the connection goes.
 struct ChildGuard {
-    pid: Option<u32>,
     /// Taken by [`Connection::shutdown`] to reap it; dropped otherwise
-    /// (tokio then kills and reaps it in the background).
-    child: std::sync::Mutex<Option<tokio::process::Child>>,
+    /// (its group is killed, and tokio reaps the leader in the background).
+    child: std::sync::Mutex<Option<GroupChild>>,
     /// The task copying its stderr to the log, awaited by
     /// [`Connection::shutdown`] so its last lines and drop count are logged
     /// before the gateway exits.
@@ -211,20 +211,35 @@ struct ChildGuard {
 }
 
 impl ChildGuard {
+    /// Kills the group now, unless [`Connection::shutdown`] holds the child
+    /// (it kills the group itself, and so does dropping it).
     fn kill(&self) {
-        #[cfg(unix)]
-        if let Some(pid) = self
-            .pid
-            .and_then(|p| i32::try_from(p).ok())
-            .filter(|&p| p > 0)
-        {
-            // SAFETY: kill(2) with a negative pid signals the process group the
-            // child leads (it was spawned with process_group(0)); no memory
-            // is involved.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-            }
+        let mut child = self.child.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(child) = child.as_mut() {
+            child.kill();
         }
+    }
+}
+
+/// A stdio server spawned by process-wrap as the leader of a process group of
+/// its own (on Unix), whose whole group is killed when it is dropped.
+/// process-wrap's `KillOnDrop` is tokio's `kill_on_drop`, which signals the
+/// leader alone; a wrapper's grandchild would outlive it.
+struct GroupChild(Box<dyn ChildWrapper>);
+
+impl GroupChild {
+    /// Sends SIGKILL to the whole group (on Unix; elsewhere to the child). A
+    /// group already gone is no error worth a line.
+    fn kill(&mut self) {
+        if let Err(e) = self.0.start_kill() {
+            tracing::debug!("could not kill a server's process group: {e}");
+        }
+    }
+}
+
+impl Drop for GroupChild {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 
@@ -257,24 +272,26 @@ pub async fn connect(
             }
             cmd.stdin(Stdio::piped())
                 .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .kill_on_drop(true);
+                .stderr(Stdio::piped());
+            let mut cmd = CommandWrap::from(cmd);
+            cmd.wrap(KillOnDrop);
             #[cfg(unix)]
-            cmd.process_group(0);
+            cmd.wrap(process_wrap::tokio::ProcessGroup::leader());
 
-            let mut child = cmd
-                .spawn()
-                .map_err(|e| format!("could not start {command:?}: {e}"))?;
-            let pid = child.id();
-            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            let mut child = GroupChild(
+                cmd.spawn()
+                    .map_err(|e| format!("could not start {command:?}: {e}"))?,
+            );
+            let (Some(stdout), Some(stdin)) = (child.0.stdout().take(), child.0.stdin().take())
+            else {
                 return Err("the child's stdio pipes were not available".into());
             };
             let stderr = child
-                .stderr
+                .0
+                .stderr()
                 .take()
                 .map(|stderr| tokio::spawn(drain_stderr(config.name.clone(), stderr)));
             let guard = ChildGuard {
-                pid,
                 child: std::sync::Mutex::new(Some(child)),
                 stderr: std::sync::Mutex::new(stderr),
             };

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use backon::{BackoffBuilder as _, ExponentialBuilder};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -18,11 +19,25 @@ use super::{Gateway, Server};
 /// starving the machine while still overlapping network waits.
 pub const MAX_PARALLEL_CONNECTS: usize = 8;
 
-/// First reconnect delay. Doubles per failure up to [`MAX_BACKOFF`].
+/// Shortest reconnect delay, the first one after a failure: long enough
+/// that a server crashing at start does not spin the machine, short enough
+/// that a server restarted by hand is back before anyone notices.
 pub const MIN_BACKOFF: Duration = Duration::from_millis(500);
 /// Longest reconnect delay: a minute, so a server that comes back is found
 /// within a minute without hammering one that stays down.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// Reconnect delays: doubling from [`MIN_BACKOFF`] per failure, never giving
+/// up (a server is retried for as long as the gateway runs). backon's jitter
+/// adds a random share of the delay again (up to 100%), so servers that
+/// failed together do not retry in lockstep; the doubling therefore stops at
+/// half of [`MAX_BACKOFF`], so that delay plus jitter stays within it.
+const BACKOFF: ExponentialBuilder = ExponentialBuilder::new()
+    .with_min_delay(MIN_BACKOFF)
+    .with_max_delay(Duration::from_secs(MAX_BACKOFF.as_secs() / 2))
+    .with_factor(2.0)
+    .with_jitter()
+    .without_max_times();
 
 /// Shortest time a connection attempt (process start or dial, plus the MCP
 /// handshake) gets, whatever the server's `timeout_secs`: `npx` fetching a
@@ -38,7 +53,7 @@ pub(super) async fn supervise(
     shutdown: CancellationToken,
 ) {
     let name = server.config.name.clone();
-    let mut backoff = MIN_BACKOFF;
+    let mut backoff = BACKOFF.build();
     let mut first = true;
     loop {
         let events = match gateway.upgrade() {
@@ -86,7 +101,8 @@ pub(super) async fn supervise(
         }
         drop(g);
         if let Some(conn) = connected {
-            backoff = MIN_BACKOFF;
+            // It connected: the next failure starts again from the shortest delay.
+            backoff = BACKOFF.build();
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = conn.closed() => {}
@@ -99,25 +115,13 @@ pub(super) async fn supervise(
                 "the server closed the session; reconnecting".into(),
             );
         }
-        let delay = jitter(backoff);
-        backoff = (backoff * 2).min(MAX_BACKOFF);
+        // Never `None`: the backoff has no limit on attempts.
+        let delay = backoff.next().unwrap_or(MAX_BACKOFF);
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(delay) => {}
         }
     }
-}
-
-/// `base` ± 25%, so servers that failed together do not retry in lockstep.
-fn jitter(base: Duration) -> Duration {
-    let mut bytes = [0u8; 8];
-    let r = if getrandom::fill(&mut bytes).is_ok() {
-        u64::from_le_bytes(bytes)
-    } else {
-        0
-    };
-    let unit = (r % 1000) as f64 / 1000.0; // [0, 1)
-    base.mul_f64(0.75 + unit * 0.5)
 }
 
 /// Refreshes servers' manifest entries on list-change events and on the
@@ -159,6 +163,32 @@ pub(super) async fn refresher(
             if let Err(e) = g.list(&server, &conn).await {
                 tracing::warn!(server = %name, "manifest refresh failed: {e}");
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The documented bounds hold with backon's jitter on top: no delay is
+    /// shorter than [`MIN_BACKOFF`] or longer than [`MAX_BACKOFF`] (the jitter
+    /// adds up to the delay again, so a ceiling of `MAX_BACKOFF` itself would
+    /// wait up to two minutes), the first is at most twice the shortest, and
+    /// retries never stop.
+    #[test]
+    fn reconnect_delays_stay_within_the_documented_bounds() {
+        for _ in 0..50 {
+            let mut delays = BACKOFF.build();
+            let first = delays.next().expect("a first delay");
+            assert!(first >= MIN_BACKOFF && first < MIN_BACKOFF * 2, "{first:?}");
+            let rest: Vec<Duration> = delays.by_ref().take(40).collect();
+            assert_eq!(rest.len(), 40, "retries never stop");
+            for d in &rest {
+                assert!(*d >= MIN_BACKOFF && *d <= MAX_BACKOFF, "{d:?}");
+            }
+            // long after the doubling stopped, delays sit in the top half
+            assert!(rest[30..].iter().all(|d| *d >= MAX_BACKOFF / 2), "{rest:?}");
         }
     }
 }

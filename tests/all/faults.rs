@@ -566,3 +566,81 @@ async fn an_oversized_streamable_http_answer_fails_with_the_limit() {
 async fn an_oversized_legacy_sse_answer_fails_with_the_limit() {
     oversized_over("--sse", "/sse").await;
 }
+
+/// Whether `pid` is still running: a zombie has been killed, whoever reaps it
+/// (a grandchild of the gateway is reaped by init, not by the gateway).
+#[cfg(unix)]
+fn running(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // the state follows the command name, which is in parentheses
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// A stdio server started through a wrapper (as npx, uvx and `sh -c` do) runs
+/// as the gateway's grandchild, beside helpers the wrapper started; when the
+/// connection goes (here an oversized answer resets it) and when the gateway
+/// exits, the whole process group goes, not only the wrapper. Guards issue
+/// 17's move of the process-group spawn and kill to process-wrap: the helper
+/// (`sleep`) does not read stdin, so closing the pipes does not end it and
+/// only a kill of the group does; killing the leader alone (tokio's
+/// `kill_on_drop`, process-wrap's `KillOnDrop`) leaves it running.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_wrapped_servers_whole_process_group_dies_with_its_connection() {
+    install_servers();
+    let dir = scratch("wrapped");
+    let pidfile = dir.join("helper.pid");
+    // `exit` after node keeps the shell as node's parent (no exec of the
+    // last command), as npx stays the parent of the server it starts.
+    let script = r#"sleep 300 & echo $! > "$0"; node "$1"; exit $?"#;
+    let text = format!(
+        "[servers.wrapped]\ncommand = \"sh\"\nargs = [{}, {}, {}, {}]\ntimeout_secs = 20\nmax_response_mb = 1\n",
+        toml_str("-c"),
+        toml_str(script),
+        toml_str(&pidfile.to_string_lossy()),
+        toml_str(&servers_dir().join("fixture.mjs").to_string_lossy()),
+    );
+    let helper = || {
+        std::fs::read_to_string(&pidfile)
+            .expect("the wrapper wrote its helper's pid")
+            .trim()
+            .parse::<u64>()
+            .expect("a pid")
+    };
+    let whoami = r#"async () => (await forge.callTool("wrapped", "whoami", {})).pid"#;
+    let s = connect(&write_config(&dir, &text)).await;
+    let server = s.execute(whoami).await.as_u64().expect("a pid");
+    let first = helper();
+    assert!(running(server) && running(first), "{server} {first}");
+
+    let e = s
+        .execute_err(r#"async () => forge.callTool("wrapped", "big", { mb: 4 })"#)
+        .await;
+    assert_eq!(e["forge"]["code"], "RESPONSE_TOO_LARGE", "{e:#}");
+    eventually(Duration::from_secs(10), || async {
+        (!running(server) && !running(first)).then_some(())
+    })
+    .await;
+
+    // The gateway starts the server again: a new group, killed at exit.
+    let server = s
+        .execute_when_ready(Duration::from_secs(30), whoami)
+        .await
+        .as_u64()
+        .expect("a pid");
+    let second = helper();
+    assert_ne!(first, second, "a new wrapper ran");
+    assert!(running(server) && running(second), "{server} {second}");
+    let Session { client, mut child } = s;
+    drop(client);
+    tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("the gateway exits")
+        .unwrap();
+    eventually(Duration::from_secs(10), || async {
+        (!running(server) && !running(second)).then_some(())
+    })
+    .await;
+}
