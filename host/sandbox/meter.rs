@@ -14,6 +14,13 @@
 //! time to what the host did since the last yield and, past
 //! [`HOST_YIELD_AFTER`], yields the worker, which is also when the deadline
 //! around the execution can fire.
+//!
+//! The WASI imports (linked from wasmtime-wasi only because the guest's libc
+//! and `Math.random`'s per-run seed need them) are not metered: the script
+//! cannot call them, the guest calls `wasi:random` once per run for 8 bytes
+//! (at most [`super::MAX_RANDOM_BYTES`] per call), and the others read a
+//! clock or answer from an empty context (no environment, closed stdio):
+//! each is bounded and a few nanoseconds to microseconds of host work.
 
 use std::time::{Duration, Instant};
 

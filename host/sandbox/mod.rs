@@ -89,6 +89,14 @@ const MAX_WASM_STACK: usize = 1024 * 1024;
 /// the host functions the guest calls.
 const ASYNC_STACK: usize = 2 * 1024 * 1024;
 
+/// Largest `wasi:random` `get-random-bytes` request the host serves (a
+/// larger one traps). The guest asks for its per-run seed through
+/// `get-random-u64` and the script cannot reach WASI at all, so 256 bytes
+/// (the most `getentropy` in the guest's libc ever asks for) is generous;
+/// wasmtime-wasi's default of 64 MiB would be a host allocation outside the
+/// execution's memory limit.
+const MAX_RANDOM_BYTES: u64 = 256;
+
 /// Memory (and table) bytes a pooled slot keeps resident between
 /// instances. 16 MiB covers what a typical script touches (the snapshot's
 /// heap, the shadow stack, a few MiB of fresh allocations); beyond it, pages
@@ -559,8 +567,14 @@ impl ExecutionState {
         };
         ExecutionState {
             // No preopens, no env, no args, closed stdio, every socket denied:
-            // WASI is linked only because the guest's libc imports it.
-            wasi: WasiCtx::builder().build(),
+            // WASI is linked only because the guest's libc imports it, and
+            // for `wasi:random`, which seeds the guest's `Math.random` every
+            // run. A context per execution means a generator per execution:
+            // wasmtime-wasi seeds its `wasi:random/random` (a ChaCha
+            // `StdRng`) and its insecure generator and seed from the thread's
+            // OS-seeded CSPRNG, so no execution can predict another's
+            // randomness.
+            wasi: WasiCtx::builder().max_random_size(MAX_RANDOM_BYTES).build(),
             table: ResourceTable::new(),
             memory: MemoryLimiter {
                 max: limits.max_heap,

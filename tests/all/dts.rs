@@ -3,7 +3,8 @@
 //! the right kind. The test reads both sides as a map from a member's path
 //! (`forge.stash.put`) to its kind, and requires the two maps to be equal:
 //!
-//! - from the d.ts, by parsing the small TypeScript subset it is written in;
+//! - from the d.ts, by parsing it with oxc as a declaration file and reading
+//!   the small subset of TypeScript it is written in;
 //! - from the guest, by a script that walks the real objects in the sandbox,
 //!   in both search and execute mode.
 //!
@@ -13,6 +14,13 @@
 
 use std::collections::BTreeMap;
 
+use oxc_allocator::Allocator;
+use oxc_ast::ast::{
+    BindingPattern, ClassElement, MethodDefinitionKind, PropertyKey, Statement, TSLiteral,
+    TSSignature, TSType, TSTypeAnnotation, TSTypeName, VariableDeclarationKind,
+};
+use oxc_parser::{ParseOptions, Parser};
+use oxc_span::{GetSpan as _, SourceType};
 use quickforge::Mode;
 
 use crate::support::{Kind, context, run_with, value};
@@ -181,204 +189,190 @@ fn the_parser_reads_the_subset_forge_dts_is_written_in() {
     assert_eq!(parse(src), expected);
 }
 
-// -- the d.ts parser ----------------------------------------------------------
+// -- reading the d.ts -----------------------------------------------------
 //
-// forge.d.ts is written in a small subset of TypeScript: `type` aliases,
-// `declare const NAME: { members }` and `declare class NAME ... { members }`.
-// A member is `name(params): Return`, `name: Type` or `name?: Type`, where
-// Type may be an object type (whose members are read in turn), an alias of a
-// function type, or anything else (its kind is its first union arm's). The
-// parser panics on anything else, so that a d.ts it cannot read fails loudly
-// rather than declaring less than it says.
+// oxc parses forge.d.ts as a declaration file; this reads the subset of the
+// AST the file is written in: `type` aliases, `declare const NAME: TYPE` and
+// `declare class NAME ... { members }`. A member is a method (`name(params):
+// Return`) or a property (`name: Type`, `name?: Type`), where Type may be an
+// object type (whose members are read in turn), an alias of one, a function
+// type, or anything else (its kind is its first union arm's). Anything else
+// panics, so that a d.ts this cannot read fails loudly rather than declaring
+// less than it says.
+
+/// Type alias name → its type.
+type Aliases<'s, 'a> = BTreeMap<&'s str, &'s TSType<'a>>;
 
 /// The surface `src` declares.
 fn parse(src: &str) -> Surface {
-    let text = strip_comments(src);
-    let mut aliases = BTreeMap::new();
+    let allocator = Allocator::default();
+    let options = ParseOptions {
+        preserve_parens: false,
+        ..ParseOptions::default()
+    };
+    let parsed = Parser::new(&allocator, src, SourceType::d_ts())
+        .with_options(options)
+        .parse();
+    assert!(
+        !parsed.diagnostics.has_errors() && !parsed.panicked,
+        "forge.d.ts does not parse: {:?}",
+        parsed.diagnostics
+    );
+    let mut aliases = Aliases::new();
     let mut surface = Surface::new();
-    let mut rest = text.trim();
-    while !rest.is_empty() {
-        if let Some(decl) = rest.strip_prefix("declare class ") {
-            let name = ident(decl);
-            let open = decl.find('{').expect("a class has a body");
-            let close = matching(decl, open);
-            surface.insert(name.to_string(), "function".into());
-            for member in split_top(&decl[open + 1..close], ';') {
-                declare_member(name, member, &aliases, &mut surface);
+    for statement in &parsed.program.body {
+        match statement {
+            Statement::TSTypeAliasDeclaration(alias) => {
+                aliases.insert(alias.id.name.as_str(), &alias.type_annotation);
             }
-            rest = decl[close + 1..].trim_start();
-            continue;
-        }
-        let statement = split_top(rest, ';')[0];
-        rest = rest[statement.len()..].trim_start_matches(';').trim_start();
-        let statement = statement.trim();
-        if let Some(alias) = statement.strip_prefix("type ") {
-            let name = ident(alias);
-            let (_, ty) = alias.split_once('=').expect("type NAME = TYPE");
-            aliases.insert(name.to_string(), ty.trim().to_string());
-        } else if let Some(decl) = statement.strip_prefix("declare const ") {
-            let name = ident(decl);
-            let (_, ty) = decl.split_once(':').expect("declare const NAME: TYPE");
-            declare_typed(name, ty, &aliases, &mut surface);
-        } else {
-            panic!("forge.d.ts: cannot read the statement {statement:?}");
+            Statement::ClassDeclaration(class) if class.declare => {
+                let name = class.id.as_ref().expect("a declared class has a name");
+                let name = name.name.as_str();
+                surface.insert(name.to_string(), "function".into());
+                for member in &class.body.body {
+                    declare_class_member(name, member, &aliases, &mut surface);
+                }
+            }
+            Statement::VariableDeclaration(decl)
+                if decl.declare && decl.kind == VariableDeclarationKind::Const =>
+            {
+                for declarator in &decl.declarations {
+                    let BindingPattern::BindingIdentifier(name) = &declarator.id else {
+                        panic!("forge.d.ts: a declared const is not a plain name");
+                    };
+                    let ty = declarator
+                        .type_annotation
+                        .as_ref()
+                        .unwrap_or_else(|| panic!("forge.d.ts: {} has no type", name.name));
+                    declare_typed(
+                        name.name.as_str(),
+                        &ty.type_annotation,
+                        &aliases,
+                        &mut surface,
+                    );
+                }
+            }
+            other => panic!(
+                "forge.d.ts: cannot read the statement {:?}",
+                other.span().source_text(src)
+            ),
         }
     }
     surface
 }
 
-/// Records one member of the object or class at `owner`.
-fn declare_member(
+/// The name of a member: a plain (not computed) key.
+fn member_name(owner: &str, key: &PropertyKey, computed: bool) -> String {
+    match key.static_name() {
+        Some(name) if !computed => name.into_owned(),
+        _ => panic!("forge.d.ts: a member of {owner} has no plain name"),
+    }
+}
+
+/// Records one member of the class at `owner`; statics as `owner.static.x`.
+fn declare_class_member(
     owner: &str,
-    member: &str,
-    aliases: &BTreeMap<String, String>,
+    member: &ClassElement,
+    aliases: &Aliases,
     surface: &mut Surface,
 ) {
-    let member = member.trim();
-    let (owner, member) = match member.strip_prefix("static ") {
-        Some(m) => (format!("{owner}.static"), m.trim_start()),
-        None => (owner.to_string(), member.trim_start_matches("readonly ")),
+    let at = |is_static: bool, key: &PropertyKey, computed: bool| {
+        let owner = if is_static {
+            format!("{owner}.static")
+        } else {
+            owner.to_string()
+        };
+        let name = member_name(&owner, key, computed);
+        format!("{owner}.{name}")
     };
-    let name = ident(member);
-    assert!(
-        !name.is_empty(),
-        "forge.d.ts: cannot read the member {member:?} of {owner}"
-    );
-    let path = format!("{owner}.{name}");
-    let rest = member[name.len()..].trim_start();
-    let rest = rest.strip_prefix('?').unwrap_or(rest).trim_start();
-    if rest.starts_with('(') {
-        if name == "constructor" {
-            return;
+    match member {
+        ClassElement::MethodDefinition(m) if m.kind == MethodDefinitionKind::Constructor => {}
+        ClassElement::MethodDefinition(m) => {
+            let path = at(m.r#static, &m.key, m.computed);
+            let kind = function_kind(&path, m.value.return_type.as_deref());
+            surface.insert(path, kind.into());
         }
-        let returns = rest[matching(rest, 0) + 1..]
-            .trim_start()
-            .strip_prefix(':')
-            .unwrap_or_else(|| panic!("forge.d.ts: {path} has no return type"));
-        surface.insert(path, function_kind(returns).into());
-    } else if let Some(ty) = rest.strip_prefix(':') {
-        declare_typed(&path, ty, aliases, surface);
-    } else {
-        panic!("forge.d.ts: cannot read the member {member:?} of {owner}");
+        ClassElement::PropertyDefinition(p) => {
+            let path = at(p.r#static, &p.key, p.computed);
+            let ty = p
+                .type_annotation
+                .as_ref()
+                .unwrap_or_else(|| panic!("forge.d.ts: {path} has no type"));
+            declare_typed(&path, &ty.type_annotation, aliases, surface);
+        }
+        _ => panic!("forge.d.ts: cannot read a member of {owner}"),
     }
 }
 
 /// Records `path`, declared with type `ty`, and the members of an object type.
-fn declare_typed(path: &str, ty: &str, aliases: &BTreeMap<String, String>, surface: &mut Surface) {
-    let mut ty = ty.trim();
-    while let Some(alias) = aliases.get(ty) {
+fn declare_typed(path: &str, ty: &TSType, aliases: &Aliases, surface: &mut Surface) {
+    let mut ty = ty;
+    while let TSType::TSTypeReference(r) = ty
+        && r.type_arguments.is_none()
+        && let TSTypeName::IdentifierReference(name) = &r.type_name
+        && let Some(alias) = aliases.get(name.name.as_str())
+    {
         ty = alias;
     }
-    if ty.starts_with('{') && matching(ty, 0) == ty.len() - 1 {
-        surface.insert(path.to_string(), "object".into());
-        for member in split_top(&ty[1..ty.len() - 1], ';') {
-            declare_member(path, member, aliases, surface);
-        }
-    } else if let Some(returns) = ty
-        .starts_with('(')
-        .then(|| ty[matching(ty, 0) + 1..].trim_start().strip_prefix("=>"))
-        .flatten()
-    {
-        surface.insert(path.to_string(), function_kind(returns).into());
-    } else {
-        let first = split_top(ty, '|')[0].trim();
-        let kind = match first {
-            "string" | "number" | "boolean" => first,
-            "true" | "false" => "boolean",
-            _ if first.starts_with('"') => "string",
-            _ => "object",
-        };
-        surface.insert(path.to_string(), kind.into());
-    }
-}
-
-/// `async` for a function returning a promise, `function` otherwise.
-fn function_kind(returns: &str) -> &'static str {
-    if returns.trim_start().starts_with("Promise<") {
-        "async"
-    } else {
-        "function"
-    }
-}
-
-/// The identifier `s` starts with.
-fn ident(s: &str) -> &str {
-    let end = s
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))
-        .unwrap_or(s.len());
-    &s[..end]
-}
-
-/// Change of bracket depth at byte `i` of `s` (`=>` is not a bracket).
-fn depth_change(s: &str, i: usize) -> i32 {
-    match s.as_bytes()[i] {
-        b'{' | b'(' | b'[' | b'<' => 1,
-        b'}' | b')' | b']' => -1,
-        b'>' if i == 0 || s.as_bytes()[i - 1] != b'=' => -1,
-        _ => 0,
-    }
-}
-
-/// Index of the bracket that closes the one at `open`.
-fn matching(s: &str, open: usize) -> usize {
-    let mut depth = 0;
-    for i in open..s.len() {
-        depth += depth_change(s, i);
-        if depth == 0 {
-            return i;
-        }
-    }
-    panic!("forge.d.ts: unbalanced brackets in {s:?}");
-}
-
-/// The non-empty parts of `s` between the `sep`s outside any brackets.
-fn split_top(s: &str, sep: char) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0, 0);
-    for (i, c) in s.char_indices() {
-        if c == sep && depth == 0 {
-            parts.push(&s[start..i]);
-            start = i + 1;
-        } else if c.is_ascii() {
-            depth += depth_change(s, i);
-        }
-    }
-    parts.push(&s[start..]);
-    parts.retain(|p| !p.trim().is_empty());
-    parts
-}
-
-/// `src` without its `//` and `/* */` comments (string literals kept whole).
-fn strip_comments(src: &str) -> String {
-    let mut out = String::with_capacity(src.len());
-    let mut chars = src.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, chars.peek()) {
-            ('/', Some('/')) => while chars.next_if(|&c| c != '\n').is_some() {},
-            ('/', Some('*')) => {
-                chars.next();
-                let mut last = ' ';
-                for c in chars.by_ref() {
-                    if last == '*' && c == '/' {
-                        break;
+    match ty {
+        TSType::TSTypeLiteral(object) => {
+            surface.insert(path.to_string(), "object".into());
+            for member in &object.members {
+                match member {
+                    TSSignature::TSPropertySignature(p) => {
+                        let name = member_name(path, &p.key, p.computed);
+                        let member_path = format!("{path}.{name}");
+                        let ty = p
+                            .type_annotation
+                            .as_ref()
+                            .unwrap_or_else(|| panic!("forge.d.ts: {member_path} has no type"));
+                        declare_typed(&member_path, &ty.type_annotation, aliases, surface);
                     }
-                    last = c;
-                }
-                out.push(' ');
-            }
-            ('"' | '\'', _) => {
-                out.push(c);
-                for d in chars.by_ref() {
-                    out.push(d);
-                    if d == c {
-                        break;
+                    TSSignature::TSMethodSignature(m) => {
+                        let name = member_name(path, &m.key, m.computed);
+                        let member_path = format!("{path}.{name}");
+                        let kind = function_kind(&member_path, m.return_type.as_deref());
+                        surface.insert(member_path, kind.into());
                     }
+                    _ => panic!("forge.d.ts: cannot read a member of {path}"),
                 }
             }
-            _ => out.push(c),
+        }
+        TSType::TSFunctionType(f) => {
+            let kind = function_kind(path, Some(&f.return_type));
+            surface.insert(path.to_string(), kind.into());
+        }
+        _ => {
+            let first = match ty {
+                TSType::TSUnionType(union) => &union.types[0],
+                _ => ty,
+            };
+            let kind = match first {
+                TSType::TSStringKeyword(_) => "string",
+                TSType::TSNumberKeyword(_) => "number",
+                TSType::TSBooleanKeyword(_) => "boolean",
+                TSType::TSLiteralType(literal) => match literal.literal {
+                    TSLiteral::BooleanLiteral(_) => "boolean",
+                    TSLiteral::StringLiteral(_) => "string",
+                    _ => "object",
+                },
+                _ => "object",
+            };
+            surface.insert(path.to_string(), kind.into());
         }
     }
-    out
+}
+
+/// `async` for a function whose declared return type is a promise,
+/// `function` otherwise.
+fn function_kind(path: &str, returns: Option<&TSTypeAnnotation>) -> &'static str {
+    let returns = returns.unwrap_or_else(|| panic!("forge.d.ts: {path} has no return type"));
+    match &returns.type_annotation {
+        TSType::TSTypeReference(r) if matches!(&r.type_name, TSTypeName::IdentifierReference(n) if n.name == "Promise") => {
+            "async"
+        }
+        _ => "function",
+    }
 }
 
 /// The `ForgeError` codes: the WIT enum `error-code` and the Rust

@@ -8,7 +8,7 @@
 //! - [`stash`]: the natives of `forge.stash`.
 //! - [`manifest`]: the natives of the `manifest` global.
 //! - [`logging`]: `console` and `forge.log`.
-//! - [`random`]: `Math.random`, reseeded from the host for every run.
+//! - [`random`]: `Math.random`, reseeded from `wasi:random` for every run.
 //!
 //! `callTool` and `readResource` are the script's API as they are: they check
 //! their arguments, encode them, and return a promise that settles when the

@@ -1,44 +1,37 @@
-//! `Math.random`: a xorshift64* generator in the guest, seeded from the
-//! host's `random` WIT import at the start of every run, so that runs of the
+//! `Math.random`: a `fastrand` generator in the guest, seeded at the start of
+//! every run from `wasi:random` (through `getrandom`), so that runs of the
 //! same snapshot do not share one sequence.
+//!
+//! The seed is drawn per run, not per call: a host call for every
+//! `Math.random()` would cost a component-boundary crossing each, and the
+//! script needs no more than an unpredictable sequence. `wasi:random` is the
+//! host's CSPRNG with a generator of its own per execution (see
+//! `host/sandbox/mod.rs`), so no run can predict another's seed.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 
 use rquickjs::{Ctx, Function, Object, Result};
 
-use crate::quickforge::sandbox::random;
-
 thread_local! {
-    /// xorshift64* state behind `Math.random`; reseeded from the host per run.
-    static RNG: Cell<u64> = const { Cell::new(0x9E37_79B9_7F4A_7C15) };
+    /// The generator behind `Math.random`; reseeded from `wasi:random` per run.
+    /// Its state in the snapshot is whatever init left, and is never used.
+    static RNG: RefCell<fastrand::Rng> = const { RefCell::new(fastrand::Rng::with_seed(0)) };
 }
 
-/// Starts a run: reseeds `Math.random` from the host's entropy (the snapshot
-/// froze whatever state init left behind). Nothing is in flight: every run
-/// starts from the snapshot, taken with no call started.
+/// Starts a run: reseeds `Math.random` from `wasi:random` (the snapshot froze
+/// whatever state init left behind). Nothing is in flight: every run starts
+/// from the snapshot, taken with no call started.
 pub fn reseed() {
-    let seed = random::seed();
-    // xorshift must not start at zero.
-    RNG.with(|s| {
-        s.set(if seed == 0 {
-            0x9E37_79B9_7F4A_7C15
-        } else {
-            seed
-        })
-    });
+    // On wasm32-wasip2, `getrandom` is one `wasi:random/random.get-random-u64`
+    // call, which cannot fail.
+    let seed = getrandom::u64().expect("wasi:random cannot fail");
+    RNG.with(|r| r.borrow_mut().seed(seed));
     debug_assert_eq!(super::calls::in_flight(), 0);
 }
 
+/// `Math.random()`: a float in `[0, 1)`.
 fn next_random() -> f64 {
-    RNG.with(|s| {
-        let mut x = s.get();
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        s.set(x);
-        // 53 high bits of the xorshift64* output, scaled into [0, 1).
-        (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    })
+    RNG.with(|r| r.borrow_mut().f64())
 }
 
 /// Puts `random`, the prelude's `Math.random`, on `host`.

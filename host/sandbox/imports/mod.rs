@@ -10,7 +10,6 @@
 mod calls;
 mod logging;
 mod manifest;
-mod random;
 mod resources;
 mod stash;
 mod tools;
