@@ -5,7 +5,7 @@ type Err = { name: string; code: string; message: string; retryable: boolean; su
 type Server = { [k: string]: Server & ((args?: object) => Promise<any>) };
 declare class ForgeError extends Error {
   static codes: string[]; // every code
-  code: string; // e.g. SERVER_NOT_FOUND, TOOL_NOT_FOUND
+  code: string; // e.g. TOOL_NOT_FOUND
   retryable: boolean;
   suggestion: string | null;
   toJSON(): Err;
@@ -14,7 +14,7 @@ declare const forge: {
   callTool(server: string, tool: string, args?: object): Promise<any>;
   server(name: string): Server;
   readResource(server: string, uri: string): Promise<any>;
-  stash: { // kept across executions; ttl in seconds
+  stash: { // across executions: result.stash -> execute's stash; ttl s
     put(key: string, value: unknown, opts?: { ttl?: number }): Promise<{ ok: true }>;
     get(key: string): Promise<unknown | null>;
     delete(key: string): Promise<{ deleted: boolean }>;
