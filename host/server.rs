@@ -9,9 +9,10 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    Tool, ToolAnnotations, ToolsCapability,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    DiscoverResult, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations, ToolsCapability,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -22,6 +23,12 @@ use crate::sandbox::{ExecutionContext, LogLevel, Mode, Report, Sandbox};
 use crate::session::{Session, SessionCap, SessionLimits};
 use crate::state::{Handle, HandleKey, MemoryStore, Stash, StashLimits, StateStore};
 use crate::validate::Rule;
+
+/// How long a client may keep `tools/list` and `server/discover` results,
+/// in milliseconds: one hour. Both are fixed for the life of the process
+/// (two tools, their schemas, the instructions), the same for every client
+/// (so `public`), and a new quickforge is a new connection that lists again.
+pub const LIST_TTL_MS: u64 = 3_600_000;
 
 /// The TypeScript definitions of the script API, as the guest exposes it
 /// (tests/all/dts.rs checks they match).
@@ -195,6 +202,9 @@ impl Executor {
 pub struct ForgeServer {
     executor: Arc<Executor>,
     session: Arc<Session>,
+    /// Whether an `initialize` must take a place under `max_sessions`
+    /// (HTTP; stdio has one session by nature).
+    capped: bool,
 }
 
 impl ForgeServer {
@@ -204,14 +214,13 @@ impl ForgeServer {
         ForgeServer::with_place(executor, None)
     }
 
-    /// A new HTTP session, or an error saying the gateway already serves
-    /// `max_sessions`.
-    pub fn open(executor: Arc<Executor>) -> std::io::Result<ForgeServer> {
-        let place = executor
-            .session_cap
-            .try_open()
-            .map_err(std::io::Error::other)?;
-        Ok(ForgeServer::with_place(executor, Some(place)))
+    /// A server for streamable HTTP: a session of the 2025 era takes its
+    /// place under `max_sessions` when it initializes; a stateless request
+    /// of the 2026 era is served by a server of its own and takes none.
+    pub fn for_http(executor: Arc<Executor>) -> ForgeServer {
+        let mut server = ForgeServer::with_place(executor, None);
+        server.capped = true;
+        server
     }
 
     fn with_place(
@@ -226,6 +235,7 @@ impl ForgeServer {
         ForgeServer {
             executor,
             session: Arc::new(session),
+            capped: false,
         }
     }
 
@@ -481,12 +491,34 @@ impl ServerHandler for ForgeServer {
         .with_instructions(instructions())
     }
 
-    /// Up to the last revision with an initialize handshake and sessions: the
-    /// stash lives per session.
+    /// Both eras: up to 2025-11-25 with `initialize` and sessions, and
+    /// 2026-07-28 with `server/discover` and per-request `_meta`, where each
+    /// request stands alone and state travels by stash handle.
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(
-            &ProtocolVersion::LATEST_WITH_INITIALIZE,
-        ))
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        if self.capped {
+            self.session
+                .take_place(&self.executor.session_cap)
+                .map_err(|full| McpError::internal_error(full, None))?;
+        }
+        cx.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn discover(&self, _cx: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        )
+        .with_ttl_ms(LIST_TTL_MS)
+        .with_cache_scope(CacheScope::Public))
     }
 
     async fn list_tools(
@@ -494,7 +526,9 @@ impl ServerHandler for ForgeServer {
         _request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tools()))
+        Ok(ListToolsResult::with_all_items(tools())
+            .with_ttl_ms(LIST_TTL_MS)
+            .with_cache_scope(CacheScope::Public))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

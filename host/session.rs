@@ -113,7 +113,11 @@ pub struct Session {
     pub handle: Handle,
     slots: Arc<Semaphore>,
     share: usize,
-    _place: Option<OwnedSemaphorePermit>,
+    /// The session's place under `max_sessions`, once it holds one: taken
+    /// at `initialize`, which only sessions of the 2025 era send (a
+    /// stateless request of the 2026 era builds a server too, but is no
+    /// session and takes no place).
+    place: std::sync::Mutex<Option<OwnedSemaphorePermit>>,
 }
 
 impl Session {
@@ -124,10 +128,20 @@ impl Session {
         Session {
             id: crate::audit::random_id(8).into(),
             handle,
+            place: std::sync::Mutex::new(place),
             slots: Arc::new(Semaphore::new(share.max(1))),
             share,
-            _place: place,
         }
+    }
+
+    /// Takes a place under `cap` for this session, unless it holds one
+    /// already; the message saying the gateway is full otherwise.
+    pub fn take_place(&self, cap: &SessionCap) -> Result<(), String> {
+        let mut place = self.place.lock().unwrap_or_else(|e| e.into_inner());
+        if place.is_none() {
+            *place = Some(cap.try_open()?);
+        }
+        Ok(())
     }
 
     /// One of the session's execution slots, waiting at most `wait`; a

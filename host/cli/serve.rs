@@ -125,7 +125,7 @@ async fn serve_http(
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(executor.sessions.idle);
     let service = StreamableHttpService::new(
-        move || ForgeServer::open(factory_shared.clone()),
+        move || Ok(ForgeServer::for_http(factory_shared.clone())),
         Arc::new(sessions),
         config,
     );
@@ -159,20 +159,36 @@ async fn serve_http(
     }
 }
 
-/// Refuses a request that would open a session (one without
-/// `Mcp-Session-Id`) while the gateway serves `max_sessions`: HTTP 503 with
-/// `Retry-After` and a JSON-RPC error saying why, where rmcp's own refusal
-/// (the session factory failing, which still guards against a race here)
-/// would be a bare 500.
+/// Refuses an `initialize` (the request that opens a session of the 2025
+/// era) while the gateway serves `max_sessions`: HTTP 503 with
+/// `Retry-After` and a JSON-RPC error saying why, where the refusal from
+/// [`ForgeServer`]'s own `initialize` (which still guards against a race
+/// here) would be a bare JSON-RPC error. Requests of the 2026 era carry no
+/// session id either but open no session, so only when the gateway is full
+/// is the body read to tell them apart.
 async fn sessions_full(
     cap: crate::session::SessionCap,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let opens =
+    let may_open =
         req.method() == axum::http::Method::POST && !req.headers().contains_key("mcp-session-id");
-    if !(opens && cap.is_full()) {
+    if !(may_open && cap.is_full()) {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, INITIALIZE_PEEK_BYTES).await else {
+        return (
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+            "request body too large",
+        )
+            .into_response();
+    };
+    let opens = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .is_ok_and(|v| v["method"] == "initialize");
+    if !opens {
+        let req = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
         return next.run(req).await;
     }
     let body = serde_json::json!({
@@ -190,6 +206,12 @@ async fn sessions_full(
     )
         .into_response()
 }
+
+/// Largest request body read while the gateway is full of sessions, to
+/// tell an `initialize` from a stateless request: 4 MiB, far above any
+/// request quickforge serves (a script is at most `max_code_size`, 64 KiB
+/// by default), and a bound on what a full gateway ever buffers.
+const INITIALIZE_PEEK_BYTES: usize = 4 * 1024 * 1024;
 
 /// Marks every file descriptor above stderr that this process inherited
 /// close-on-exec, before any thread or child exists, so downstream servers
