@@ -35,6 +35,13 @@ pub struct SessionLimits {
     /// client that comes back within the TTL finds its session, and with it
     /// its stash, where it left them ([`SessionLimits::idle_for`]).
     pub idle: Duration,
+    /// How long an HTTP session must have been left alone before a full
+    /// gateway may close it to let a new client in
+    /// (`session_evict_idle_secs`). 60 s: far longer than one turn of an
+    /// agent's work, so a session in use is never taken, while sessions
+    /// kept alive for their stash's TTL cannot lock newcomers out for an
+    /// hour. The closed session's stash stays reachable by its handle.
+    pub evict_idle: Duration,
 }
 
 impl SessionLimits {
@@ -44,6 +51,7 @@ impl SessionLimits {
             max_sessions: 64,
             max_concurrent_per_session: max_concurrent.div_ceil(2).max(1),
             idle: SessionLimits::idle_for(&crate::state::StashLimits::default()),
+            evict_idle: Duration::from_secs(60),
         }
     }
 
@@ -99,6 +107,47 @@ impl SessionCap {
             "quickforge already serves its limit of {} sessions (sandbox.max_sessions); retry in {RETRY_AFTER_SECS} s, or close sessions you no longer use",
             self.max
         )
+    }
+}
+
+/// When each live HTTP session was last used (by its id), so that a full
+/// gateway can give the place of the session left alone longest to a new
+/// client instead of refusing it.
+#[derive(Default)]
+pub struct Recency {
+    last: std::sync::Mutex<std::collections::HashMap<Arc<str>, std::time::Instant>>,
+}
+
+impl Recency {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<Arc<str>, std::time::Instant>> {
+        self.last.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Session `id` was used now.
+    pub fn touch(&self, id: &str) {
+        self.lock().insert(id.into(), std::time::Instant::now());
+    }
+
+    /// Session `id` is gone.
+    pub fn forget(&self, id: &str) {
+        self.lock().remove(id);
+    }
+
+    /// The sessions left alone for at least `idle`, longest first; entries
+    /// older than `expired` (sessions rmcp has closed for idleness) are
+    /// dropped on the way.
+    pub fn idle_for(&self, idle: Duration, expired: Duration) -> Vec<Arc<str>> {
+        let mut last = self.lock();
+        last.retain(|_, at| at.elapsed() < expired);
+        let mut idle: Vec<_> = last
+            .iter()
+            .filter(|(_, at)| at.elapsed() >= idle)
+            .map(|(id, at)| (*at, id.clone()))
+            .collect();
+        idle.sort();
+        idle.into_iter().map(|(_, id)| id).collect()
     }
 }
 

@@ -124,17 +124,23 @@ async fn serve_http(
     // its stash, when it comes back.
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(executor.sessions.idle);
+    let manager = Arc::new(sessions);
     let service = StreamableHttpService::new(
         move || Ok(ForgeServer::for_http(factory_shared.clone())),
-        Arc::new(sessions),
+        manager.clone(),
         config,
     );
-    let cap = executor.session_cap.clone();
+    let gate = Arc::new(Gate {
+        cap: executor.session_cap.clone(),
+        recency: Default::default(),
+        manager,
+        limits: executor.sessions,
+    });
     let router =
         axum::Router::new()
             .nest_service("/mcp", service)
             .layer(axum::middleware::from_fn(move |req, next| {
-                sessions_full(cap.clone(), req, next)
+                sessions_gate(gate.clone(), req, next)
             }));
     // The one line on stdout in HTTP mode: where to connect. Tests and
     // scripts read it to learn the port when ADDR asked for port 0.
@@ -159,52 +165,115 @@ async fn serve_http(
     }
 }
 
-/// Refuses an `initialize` (the request that opens a session of the 2025
-/// era) while the gateway serves `max_sessions`: HTTP 503 with
-/// `Retry-After` and a JSON-RPC error saying why, where the refusal from
-/// [`ForgeServer`]'s own `initialize` (which still guards against a race
-/// here) would be a bare JSON-RPC error. Requests of the 2026 era carry no
-/// session id either but open no session, so only when the gateway is full
-/// is the body read to tell them apart.
-async fn sessions_full(
+/// What stands between HTTP clients and their sessions: the cap on live
+/// sessions, and when each was last used.
+struct Gate {
     cap: crate::session::SessionCap,
+    recency: crate::session::Recency,
+    manager: Arc<rmcp::transport::streamable_http_server::session::local::LocalSessionManager>,
+    limits: crate::session::SessionLimits,
+}
+
+impl Gate {
+    /// Closes the session left alone longest, if one has been idle for
+    /// `evict_idle`, and waits (briefly) for its place to come free;
+    /// whether a place is free now.
+    async fn evict_one(&self) -> bool {
+        use rmcp::transport::streamable_http_server::SessionManager;
+        let idle = self
+            .recency
+            .idle_for(self.limits.evict_idle, self.limits.idle);
+        for id in idle {
+            self.recency.forget(&id);
+            if self.manager.close_session(&id).await.is_err() {
+                continue;
+            }
+            tracing::info!(
+                "closed the HTTP session idle longest to let a new client in (sandbox.max_sessions); its stash stays reachable by handle"
+            );
+            // The session's server drops, and frees its place, as its task
+            // ends.
+            let started = std::time::Instant::now();
+            while self.cap.is_full() && started.elapsed() < EVICT_WAIT {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            if !self.cap.is_full() {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// Longest wait for an evicted session to give its place back.
+const EVICT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Keeps track of when each HTTP session was used, and lets a new client
+/// in when the gateway serves `max_sessions`: by closing the session left
+/// alone longest (idle at least `session_evict_idle_secs`), else with HTTP
+/// 503, `Retry-After` and a JSON-RPC error saying why (where the refusal
+/// from [`ForgeServer`]'s own `initialize`, which still guards against a
+/// race here, would be a bare JSON-RPC error). Requests of the 2026 era
+/// carry no session id either but open no session, so only when the
+/// gateway is full is the body read to tell an `initialize` apart.
+async fn sessions_gate(
+    gate: Arc<Gate>,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let may_open =
-        req.method() == axum::http::Method::POST && !req.headers().contains_key("mcp-session-id");
-    if !(may_open && cap.is_full()) {
-        return next.run(req).await;
+    if let Some(id) = session_id(req.headers()) {
+        gate.recency.touch(&id);
+        let closes = req.method() == axum::http::Method::DELETE;
+        let response = next.run(req).await;
+        if closes || response.status() == axum::http::StatusCode::NOT_FOUND {
+            gate.recency.forget(&id);
+        }
+        return response;
     }
-    let (parts, body) = req.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, INITIALIZE_PEEK_BYTES).await else {
-        return (
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            "request body too large",
-        )
-            .into_response();
-    };
-    let opens = serde_json::from_slice::<serde_json::Value>(&bytes)
-        .is_ok_and(|v| v["method"] == "initialize");
-    if !opens {
-        let req = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
-        return next.run(req).await;
+    let mut req = req;
+    if req.method() == axum::http::Method::POST && gate.cap.is_full() {
+        let (parts, body) = req.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, INITIALIZE_PEEK_BYTES).await else {
+            return (
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                "request body too large",
+            )
+                .into_response();
+        };
+        let opens = serde_json::from_slice::<serde_json::Value>(&bytes)
+            .is_ok_and(|v| v["method"] == "initialize");
+        if opens && !gate.evict_one().await {
+            let body = serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": null,
+                "error": {"code": -32000, "message": gate.cap.full()},
+            });
+            return (
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                [(
+                    axum::http::header::RETRY_AFTER,
+                    crate::session::RETRY_AFTER_SECS.to_string(),
+                )],
+                axum::Json(body),
+            )
+                .into_response();
+        }
+        req = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
     }
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": -32000, "message": cap.full()},
-    });
-    (
-        axum::http::StatusCode::SERVICE_UNAVAILABLE,
-        [(
-            axum::http::header::RETRY_AFTER,
-            crate::session::RETRY_AFTER_SECS.to_string(),
-        )],
-        axum::Json(body),
-    )
-        .into_response()
+    let response = next.run(req).await;
+    if let Some(id) = session_id(response.headers()) {
+        gate.recency.touch(&id);
+    }
+    response
+}
+
+/// The `Mcp-Session-Id` of a request or response, if it has one.
+fn session_id(headers: &axum::http::HeaderMap) -> Option<String> {
+    headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// Largest request body read while the gateway is full of sessions, to

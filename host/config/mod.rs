@@ -191,6 +191,7 @@ struct RawSandbox {
     max_concurrent_per_session: Option<usize>,
     max_sessions: usize,
     session_idle_secs: Option<u64>,
+    session_evict_idle_secs: u64,
     max_queue_wait_ms: u64,
     max_log_lines: usize,
     max_log_bytes: usize,
@@ -218,6 +219,9 @@ impl Default for RawSandbox {
             max_concurrent_per_session: None,
             max_sessions: SessionLimits::for_slots(d.max_concurrent).max_sessions,
             session_idle_secs: None,
+            session_evict_idle_secs: SessionLimits::for_slots(d.max_concurrent)
+                .evict_idle
+                .as_secs(),
             max_queue_wait_ms: d.max_queue_wait.as_millis() as u64,
             max_log_lines: d.max_log_lines,
             max_log_bytes: d.max_log_bytes,
@@ -394,6 +398,7 @@ impl Config {
             Some(secs) => Duration::from_secs(secs),
             None => SessionLimits::idle_for(&s.stash),
         };
+        sessions.evict_idle = Duration::from_secs(s.session_evict_idle_secs);
         if let Some(share) = s.max_concurrent_per_session {
             if !(1..=s.max_concurrent).contains(&share) {
                 return Err(invalid(

@@ -253,3 +253,45 @@ fn a_short_or_missing_secret_is_a_config_error() {
     .to_string();
     assert!(err.contains("QUICKFORGE_TEST_UNSET_SECRET"), "{err}");
 }
+
+/// Weakness: with sessions kept alive for the stash's TTL, idle sessions
+/// would fill `max_sessions` and lock new clients out (HTTP 503) for an
+/// hour. Under that pressure, and only then, the session left alone longest
+/// (for at least `session_evict_idle_secs`) gives its place to the new
+/// client; its stash stays reachable by handle. Sessions in use are never
+/// taken: with every session fresh, a newcomer still gets the 503.
+#[tokio::test]
+async fn a_full_gateway_closes_the_session_idle_longest_for_a_new_client() {
+    tls();
+    let dir = scratch("handles-evict");
+    let config = "[sandbox]\nmax_sessions = 2\nsession_evict_idle_secs = 2\n";
+    let (mut child, url) = serve_http(&write_config(&dir, config)).await;
+    let a = open(&url).await;
+    let b = open(&url).await;
+    let put = execute(&a, r#"async () => forge.stash.put("k", "from a")"#, None).await;
+    let handle = handle_of(&put);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // B is used now; A has been idle longest.
+    assert_eq!(ok_value(&execute(&b, "async () => 'b'", None).await), "b");
+    let c = open(&url).await;
+    let got = execute(&c, r#"async () => forge.stash.get("k")"#, Some(&handle)).await;
+    assert_eq!(ok_value(&got), "from a");
+    // B and C are both fresh: a fourth client is refused, not let in.
+    execute(&b, "async () => 0", None).await;
+    execute(&c, "async () => 0", None).await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = reqwest::Client::new()
+        .post(url.as_str())
+        .header("accept", "application/json, text/event-stream")
+        .json(&init)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    assert_eq!(
+        ok_value(&execute(&b, "async () => 'b again'", None).await),
+        "b again"
+    );
+    child.start_kill().unwrap();
+}
