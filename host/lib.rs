@@ -54,7 +54,7 @@ use quickforge_filters::{redact, validate};
 pub use audit::Trail;
 pub use call::{BoxFuture, ExecutionContext, Mode, NoServers, Route, SendRequest, Servers, Target};
 pub use cli::main;
-pub use config::{Config, ConfigError, Isolation, Transport};
+pub use config::{Config, ConfigError, Isolation, Surface, Transport};
 pub use error::{Code, ErrorCode, ErrorKind, ExecutionError, ForgeError};
 pub use manifest::{ManifestView, Query};
 pub use sandbox::{CacheDir, LogLevel, LogLine, Report, Sandbox, SandboxLimits, Stats, json_len};

@@ -63,8 +63,12 @@ fn code_schema(what: &str, stash: bool) -> Arc<rmcp::model::JsonObject> {
     })))
 }
 
-/// The two tools, exactly as `tools/list` returns them.
-pub fn tools() -> Vec<Tool> {
+/// The `_meta` key that asks Claude Code to load a tool up front instead of
+/// deferring it behind its tool search.
+pub const ALWAYS_LOAD: &str = "anthropic/alwaysLoad";
+
+/// The two tools, exactly as `tools/list` returns them under `surface`.
+pub fn tools(surface: &crate::config::Surface) -> Vec<Tool> {
     let mut search = Tool::new(
         "search",
         "Find downstream tools. `code` is a JS async arrow function using `manifest` \
@@ -81,7 +85,15 @@ pub fn tools() -> Vec<Tool> {
             true,
         ),
     );
-    vec![search, execute]
+    let mut tools = vec![search, execute];
+    if surface.always_load {
+        for tool in &mut tools {
+            let mut meta = rmcp::model::MetaObject::new();
+            meta.insert(ALWAYS_LOAD.into(), Value::Bool(true));
+            tool.meta = Some(meta);
+        }
+    }
+    tools
 }
 
 /// What runs executions for every session: the sandbox, the gateway, the
@@ -96,6 +108,8 @@ pub struct Executor {
     pub store: Arc<dyn StateStore>,
     /// The secret that seals stash handles.
     pub handles: HandleKey,
+    /// How the two tools are listed.
+    pub surface: crate::config::Surface,
     /// Bounds on sessions: how many, and each one's share of the slots.
     pub sessions: SessionLimits,
     /// The live HTTP sessions, against `sessions.max_sessions`.
@@ -127,6 +141,7 @@ impl Executor {
             gateway,
             store: Arc::new(MemoryStore::new(stash_limits)),
             handles: HandleKey::random(),
+            surface: crate::config::Surface::default(),
             sessions,
             session_cap: SessionCap::new(sessions.max_sessions),
             running: tokio_util::task::TaskTracker::new(),
@@ -147,6 +162,12 @@ impl Executor {
     /// only).
     pub fn with_handle_key(mut self, key: HandleKey) -> Executor {
         self.handles = key;
+        self
+    }
+
+    /// Lists the two tools as `surface` says.
+    pub fn with_surface(mut self, surface: crate::config::Surface) -> Executor {
+        self.surface = surface;
         self
     }
 
@@ -526,13 +547,17 @@ impl ServerHandler for ForgeServer {
         _request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tools())
-            .with_ttl_ms(LIST_TTL_MS)
-            .with_cache_scope(CacheScope::Public))
+        Ok(
+            ListToolsResult::with_all_items(tools(&self.executor.surface))
+                .with_ttl_ms(LIST_TTL_MS)
+                .with_cache_scope(CacheScope::Public),
+        )
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        tools().into_iter().find(|t| t.name == name)
+        tools(&self.executor.surface)
+            .into_iter()
+            .find(|t| t.name == name)
     }
 
     async fn call_tool(

@@ -83,9 +83,13 @@ fn list_tokens(tools: &[Value]) -> Result<usize, String> {
     count(&json!({"tools": tools}).to_string())
 }
 
-/// The comparison for the configured tools (if any) and the synthetic sets.
-pub fn table(configured: Option<Vec<Value>>) -> Result<Table, String> {
-    let ours: Vec<Value> = crate::server::tools()
+/// The comparison for the configured tools (if any) and the synthetic sets,
+/// with quickforge's two tools listed as `surface` says.
+pub fn table(
+    configured: Option<Vec<Value>>,
+    surface: &crate::config::Surface,
+) -> Result<Table, String> {
+    let ours: Vec<Value> = crate::server::tools(surface)
         .iter()
         .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
         .collect();

@@ -24,7 +24,7 @@ pub(super) async fn tokens(config: Option<PathBuf>, as_json: bool) -> ExitCode {
         gateway.close(SERVER_GRACE).await;
         Some(crate::tokens::downstream_tools(&m))
     };
-    let table = match crate::tokens::table(configured) {
+    let table = match crate::tokens::table(configured, &config.surface) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");

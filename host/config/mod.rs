@@ -81,6 +81,8 @@ pub struct Config {
     pub sessions: SessionLimits,
     /// `[sandbox] cache_dir`.
     pub cache_dir: CacheDir,
+    /// `[surface]`.
+    pub surface: Surface,
     /// `[servers.NAME]`, sorted by name.
     pub servers: Vec<ServerConfig>,
     /// `[groups.NAME]`, sorted by name.
@@ -106,6 +108,7 @@ impl Default for Config {
             stash: StashLimits::default(),
             sessions: SessionLimits::for_slots(SandboxLimits::default().max_concurrent),
             cache_dir: CacheDir::default(),
+            surface: Surface::default(),
             servers: Vec::new(),
             groups: Vec::new(),
             manifest: ManifestConfig::default(),
@@ -128,6 +131,26 @@ struct RawConfig {
     manifest: Option<Spanned<servers::RawManifest>>,
     #[serde(default)]
     audit: crate::audit::AuditConfig,
+    #[serde(default)]
+    surface: Surface,
+}
+
+/// `[surface]`: how quickforge's own two tools are listed to its client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Surface {
+    /// Whether `search` and `execute` carry `_meta` `"anthropic/alwaysLoad":
+    /// true`. Default on: Claude Code defers every MCP tool behind its tool
+    /// search unless the tool says so, and a code-mode gateway whose two
+    /// tools are deferred loses its point. Clients that do not know the key
+    /// ignore it.
+    pub always_load: bool,
+}
+
+impl Default for Surface {
+    fn default() -> Self {
+        Surface { always_load: true }
+    }
 }
 
 /// Turns byte offsets of one file into error messages with line numbers.
@@ -445,6 +468,7 @@ impl Config {
             stash: StashLimits { secret, ..s.stash },
             sessions,
             cache_dir: s.cache_dir.map_or(CacheDir::Default, CacheDir::Path),
+            surface: raw.surface,
             servers: downstream.servers,
             groups: downstream.groups,
             manifest: downstream.manifest,

@@ -26,5 +26,6 @@ mod redaction;
 mod soak;
 mod state;
 mod support;
+mod surface;
 mod validator;
 mod verdicts;
