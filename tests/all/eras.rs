@@ -8,13 +8,13 @@
 
 use std::process::Stdio;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ProtocolVersion};
-use rmcp::service::RunningService;
+use rmcp::model::ProtocolVersion;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
+use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
+use crate::handles::{Client, execute, handle_of};
 use crate::http::{serve_http, tls};
 use crate::mcp::*;
 
@@ -166,8 +166,6 @@ async fn python_sdk_at_2025_11_25_over_stdio() {
     sdk_round_trip(Wire::Stdio, "2025-11-25", true).await;
 }
 
-type Client = RunningService<RoleClient, ()>;
-
 /// rmcp's `Auto` mode as a 2026 client would set it: discover, preferring
 /// the current revision, and fall back to initialize.
 fn auto() -> ClientLifecycleMode {
@@ -175,27 +173,6 @@ fn auto() -> ClientLifecycleMode {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
         legacy_version: None,
     }
-}
-
-/// `execute` with `code` and, if given, the `stash` argument.
-async fn execute(client: &Client, code: &str, stash: Option<&str>) -> CallToolResult {
-    let mut args = serde_json::Map::new();
-    args.insert("code".into(), code.into());
-    if let Some(handle) = stash {
-        args.insert("stash".into(), handle.into());
-    }
-    let params = CallToolRequestParams::new("execute").with_arguments(args);
-    tokio::time::timeout(CALL_BOUND, client.call_tool(params))
-        .await
-        .expect("the call finished in time")
-        .expect("the call got an answer")
-}
-
-fn handle_of(r: &CallToolResult) -> String {
-    r.structured_content.as_ref().unwrap()["stash"]
-        .as_str()
-        .expect("the result carries the stash handle")
-        .to_string()
 }
 
 /// The rmcp client, connected in `mode`: it runs at `era`, sees exactly
