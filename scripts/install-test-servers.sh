@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs the real MCP servers the integration tests run as downstream
-# servers: @modelcontextprotocol/server-everything and server-memory at the
+# Installs the real MCP peers the integration tests run: as downstream
+# servers, @modelcontextprotocol/server-everything and server-memory at the
 # versions pinned in tests/servers/package-lock.json, plus the official SDK the
-# fixture server (tests/servers/fixture.mjs) is built on.
+# fixture server (tests/servers/fixture.mjs) is built on; as a client, the
+# official MCP Python SDK pinned in tests/servers/requirements.txt, in a venv
+# at tests/servers/.venv (tests/clients/sdk_client.py runs on it).
 #
-# Idempotent: skips the install when node_modules matches the lockfile.
+# Idempotent: each part is skipped when its stamp matches its lockfile.
 set -euo pipefail
 cd "$(dirname "$0")/../tests/servers"
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
@@ -12,8 +14,21 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   exit 1
 fi
 stamp=node_modules/.quickforge-lock
-if [ -f "$stamp" ] && cmp -s package-lock.json "$stamp"; then
+if ! { [ -f "$stamp" ] && cmp -s package-lock.json "$stamp"; }; then
+  npm ci --no-audit --no-fund --loglevel=error >&2
+  cp package-lock.json "$stamp"
+fi
+
+python=${PYTHON:-python3}
+stamp=.venv/.quickforge-requirements
+if [ -f "$stamp" ] && cmp -s requirements.txt "$stamp"; then
   exit 0
 fi
-npm ci --no-audit --no-fund --loglevel=error >&2
-cp package-lock.json "$stamp"
+if ! "$python" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
+  echo "install-test-servers: Python 3.10 or later with venv and pip is required (set PYTHON to pick one)" >&2
+  exit 1
+fi
+rm -rf .venv
+"$python" -m venv .venv
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt >&2
+cp requirements.txt "$stamp"

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::http::{serve_http, tls};
 use crate::mcp::*;
 
-type Client = RunningService<rmcp::RoleClient, ()>;
+pub(crate) type Client = RunningService<rmcp::RoleClient, ()>;
 
 async fn open(url: &str) -> Client {
     ().serve(StreamableHttpClientTransport::from_uri(url))
@@ -22,7 +22,7 @@ async fn open(url: &str) -> Client {
 }
 
 /// `execute` with `code` and, if given, the `stash` argument.
-async fn execute(client: &Client, code: &str, stash: Option<&str>) -> CallToolResult {
+pub(crate) async fn execute(client: &Client, code: &str, stash: Option<&str>) -> CallToolResult {
     let mut args = serde_json::Map::new();
     args.insert("code".into(), code.into());
     if let Some(handle) = stash {
@@ -37,7 +37,7 @@ async fn execute(client: &Client, code: &str, stash: Option<&str>) -> CallToolRe
 
 /// The handle a result carries, checked in both places a client may look:
 /// `structuredContent.stash` and the last text block.
-fn handle_of(r: &CallToolResult) -> String {
+pub(crate) fn handle_of(r: &CallToolResult) -> String {
     let handle = r.structured_content.as_ref().unwrap()["stash"]
         .as_str()
         .expect("the result carries the stash handle")

@@ -8,6 +8,7 @@ mod cli;
 mod config;
 mod config_props;
 mod dts;
+mod eras;
 mod faults;
 mod gateway;
 mod groups;

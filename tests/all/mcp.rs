@@ -25,7 +25,7 @@ pub fn servers_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers")
 }
 
-/// Installs the npm servers once per test run.
+/// Installs the npm servers and the Python SDK once per test run.
 pub fn install_servers() {
     static DONE: OnceLock<()> = OnceLock::new();
     DONE.get_or_init(|| {
@@ -36,7 +36,7 @@ pub fn install_servers() {
             .expect("bash runs scripts/install-test-servers.sh");
         assert!(
             status.success(),
-            "scripts/install-test-servers.sh failed: the end-to-end tests need node and npm"
+            "scripts/install-test-servers.sh failed: the end-to-end tests need node and npm, and Python 3.10+ with pip"
         );
     });
 }
@@ -115,12 +115,19 @@ pub fn quickforge_cmd(config: Option<&Path>) -> tokio::process::Command {
     if let Some(c) = config {
         cmd.arg("--config").arg(c);
     }
+    test_env(&mut cmd);
+    cmd
+}
+
+/// The environment a gateway under test runs in, set on `cmd` (the gateway
+/// itself, or a client that spawns it and passes its environment on): the
+/// test cache, no inherited config, logs at info.
+pub fn test_env(cmd: &mut tokio::process::Command) -> &mut tokio::process::Command {
     cmd.env("QUICKFORGE_CACHE_DIR", cache_dir())
         .env_remove("FORGE_CONFIG")
         .env("QUICKFORGE_LOG", "quickforge=info,warn")
         .current_dir(env!("CARGO_TARGET_TMPDIR"))
-        .kill_on_drop(true);
-    cmd
+        .kill_on_drop(true)
 }
 
 /// A running gateway and an MCP client session with it.
