@@ -226,7 +226,7 @@ mod tests {
 
     #[test]
     fn quickforge_costs_the_same_whatever_the_tool_count() {
-        let t = table(None).unwrap();
+        let t = table(None, &crate::config::Surface::default()).unwrap();
         let ours: Vec<usize> = t.rows.iter().map(|r| r.quickforge_tokens).collect();
         assert!(ours.windows(2).all(|w| w[0] == w[1]), "{ours:?}");
         let direct: Vec<usize> = t.rows.iter().map(|r| r.direct_tokens).collect();
