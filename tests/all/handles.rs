@@ -279,15 +279,7 @@ async fn a_full_gateway_closes_the_session_idle_longest_for_a_new_client() {
     // B and C are both fresh: a fourth client is refused, not let in.
     execute(&b, "async () => 0", None).await;
     execute(&c, "async () => 0", None).await;
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let r = reqwest::Client::new()
-        .post(url.as_str())
-        .header("accept", "application/json, text/event-stream")
-        .json(&init)
-        .send()
-        .await
-        .unwrap();
+    let r = crate::http::raw_initialize(&url).await;
     assert_eq!(r.status(), 503);
     assert_eq!(
         ok_value(&execute(&b, "async () => 'b again'", None).await),

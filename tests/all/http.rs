@@ -41,6 +41,20 @@ pub(crate) async fn serve_http(config: &std::path::Path) -> (tokio::process::Chi
     (child, url)
 }
 
+/// A bare 2025-era `initialize` POST to `url`, as a client opening a
+/// session sends it; the raw response.
+pub(crate) async fn raw_initialize(url: &str) -> reqwest::Response {
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&init)
+        .send()
+        .await
+        .unwrap()
+}
+
 pub(crate) async fn call(
     client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
     tool: &str,

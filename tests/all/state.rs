@@ -81,15 +81,7 @@ async fn forty_http_sessions_stay_within_the_session_and_memory_caps() {
     }
     assert_eq!((sessions.len(), refused), (30, 10));
     // A refused client learns why, and when to retry.
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let r = reqwest::Client::new()
-        .post(url.as_str())
-        .header("accept", "application/json, text/event-stream")
-        .json(&init)
-        .send()
-        .await
-        .unwrap();
+    let r = crate::http::raw_initialize(&url).await;
     assert_eq!(r.status(), 503);
     assert_eq!(r.headers()["retry-after"], "30");
     let body: Value = r.json().await.unwrap();
