@@ -61,7 +61,11 @@ async fn serve_stdio(executor: Arc<Executor>) -> ExitCode {
     let running = match ForgeServer::new(executor.clone()).serve(transport).await {
         Ok(r) => r,
         Err(e) => {
-            tracing::warn!("the MCP client went away before initializing: {e}");
+            // No lifecycle began: neither an `initialize` (2025 era) nor a
+            // request carrying protocol `_meta` (2026 era) arrived.
+            tracing::warn!(
+                "the MCP client went away before its session began (no initialize, and no request with protocol _meta): {e}"
+            );
             return ExitCode::SUCCESS;
         }
     };
