@@ -52,8 +52,15 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve MCP on stdio (the default), or on streamable HTTP with --http.
+    #[command(after_help = "Examples:\n  \
+        quickforge serve --config forge.toml            # stdio, as an MCP client starts it\n  \
+        quickforge serve --http                         # http://127.0.0.1:8765/mcp\n  \
+        quickforge serve --http 0.0.0.0:8765 --allow-host gw.internal")]
     Serve(ServeArgs),
     /// Run one script (a JS async arrow function) and print its result as JSON.
+    #[command(after_help = "Examples:\n  \
+        quickforge run script.js\n  \
+        echo 'async () => manifest.servers.map(s => s.name)' | quickforge run - --search")]
     Run {
         /// The script file, or `-` for standard input.
         file: PathBuf,
@@ -62,6 +69,9 @@ enum Command {
         search: bool,
     },
     /// Show the servers and tools quickforge reaches.
+    #[command(after_help = "Examples:\n  \
+        quickforge manifest\n  \
+        quickforge manifest --server github --json")]
     Manifest {
         /// Only this server.
         #[arg(long)]
@@ -71,12 +81,33 @@ enum Command {
         json: bool,
     },
     /// Check the configuration and every server; exit 1 when something is wrong.
+    #[command(after_help = "Example:\n  quickforge doctor --config forge.toml")]
     Doctor,
     /// Count the context tokens of quickforge's surface against listing every tool (o200k_base).
+    #[command(after_help = "Examples:\n  \
+        quickforge tokens\n  \
+        quickforge tokens --config forge.toml --json")]
     Tokens {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+    },
+    /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = "Examples:\n  \
+        quickforge completions bash > ~/.local/share/bash-completion/completions/quickforge\n  \
+        quickforge completions zsh > \"${fpath[1]}/_quickforge\"")]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or write a page per command into --dir; generated from these definitions.
+    #[command(after_help = "Examples:\n  \
+        quickforge man > quickforge.1 && man ./quickforge.1\n  \
+        quickforge man --dir /usr/local/share/man/man1")]
+    Man {
+        /// Write quickforge.1 and one page per command (quickforge-serve.1, ...) into this directory.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
     },
 }
 
@@ -113,6 +144,42 @@ pub fn main() -> ExitCode {
             };
         }
     };
+    // Generated from the clap definitions; nothing to start.
+    match &cli.command {
+        Some(Command::Completions { shell }) => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            // Into a buffer first: clap_complete panics when its writer
+            // fails, and stdout may be a pipe that closes (`| head`).
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut command, "quickforge", &mut script);
+            let mut out = std::io::stdout().lock();
+            return match std::io::Write::write_all(&mut out, &script)
+                .and_then(|()| std::io::Write::flush(&mut out))
+            {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: could not write the completion script: {e}");
+                    ExitCode::from(EXIT_FAILED)
+                }
+            };
+        }
+        Some(Command::Man { dir }) => {
+            let command = <Cli as clap::CommandFactory>::command();
+            let written = match dir {
+                Some(dir) => clap_mangen::generate_to(command, dir),
+                None => clap_mangen::Man::new(command).render(&mut std::io::stdout()),
+            };
+            return match written {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: could not write the man page: {e}");
+                    ExitCode::from(EXIT_FAILED)
+                }
+            };
+        }
+        _ => {}
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -132,6 +199,8 @@ pub fn main() -> ExitCode {
             }
             Command::Doctor => doctor::doctor(cli.config).await,
             Command::Tokens { json } => tokens::tokens(cli.config, json).await,
+            // Answered above, before the runtime.
+            Command::Completions { .. } | Command::Man { .. } => ExitCode::SUCCESS,
         }
     });
     // Blocking reads of stdin must not hold the process open.

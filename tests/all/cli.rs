@@ -158,3 +158,63 @@ fn math_random_differs_between_processes() {
     let b = stdout_json(&quickforge(&["run", "-"], Some(code)));
     assert_ne!(a, b);
 }
+
+/// Issue 21, item 6: completions and man pages come from the clap
+/// definitions, so they name every command there is; every command's
+/// `--help` shows an example.
+#[test]
+fn completions_man_pages_and_help_examples_cover_every_command() {
+    const COMMANDS: [&str; 7] = [
+        "serve",
+        "run",
+        "manifest",
+        "doctor",
+        "tokens",
+        "completions",
+        "man",
+    ];
+    for shell in ["bash", "zsh", "fish"] {
+        let out = quickforge(&["completions", shell], None);
+        assert!(out.status.success(), "{shell}: {out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        for command in COMMANDS {
+            assert!(text.contains(command), "{shell} completion lacks {command}");
+        }
+        // bash and zsh spell the option `--config`, fish `config=`.
+        assert!(text.contains("config"), "{shell} completion lacks --config");
+    }
+    let bad = quickforge(&["completions", "cmd.exe"], None);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("possible values"));
+
+    let out = quickforge(&["man"], None);
+    assert!(out.status.success(), "{out:?}");
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        page.starts_with(".ie") && page.contains(".TH quickforge 1"),
+        "{page}"
+    );
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-man");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = quickforge(&["man", "--dir", dir.to_str().unwrap()], None);
+    assert!(out.status.success(), "{out:?}");
+    for command in COMMANDS {
+        let page = std::fs::read_to_string(dir.join(format!("quickforge-{command}.1"))).unwrap();
+        assert!(
+            page.contains(".TH quickforge\\-") || page.contains(".TH quickforge-"),
+            "{command}: {page}"
+        );
+    }
+    assert!(dir.join("quickforge.1").exists());
+
+    for command in COMMANDS {
+        let out = quickforge(&[command, "--help"], None);
+        assert!(out.status.success(), "{command}: {out:?}");
+        let help = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            help.contains("Example") && help.contains(&format!("quickforge {command}")),
+            "{command} --help has no example:\n{help}"
+        );
+    }
+}
