@@ -9,8 +9,8 @@ use std::time::Duration;
 use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
-    Implementation, ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams, ServerResult,
+    ClientCapabilities, ClientConfig, ClientRequest, Implementation, ProtocolVersion,
+    ReadResourceRequest, ReadResourceRequestParams, ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -25,7 +25,6 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use super::broken::Broken;
 use super::convert;
 use super::era::{self, EraMemory};
-use super::kinds;
 use super::limited_http::LimitedHttp;
 use super::sse::SseTransport;
 use crate::config::{INHERITED_ENV, ServerConfig, Transport};
@@ -579,35 +578,6 @@ async fn drain_stderr(server: String, stderr: tokio::process::ChildStderr) {
     emit(&mut block);
     if dropped > 0 {
         log_dropped(&server, dropped);
-    }
-}
-
-/// Sends `tools/call` and converts the result.
-pub async fn call_tool(
-    conn: &Connection,
-    server: &str,
-    tool: &str,
-    arguments: serde_json::Map<String, Value>,
-    timeout: Duration,
-) -> Result<Value, ForgeError> {
-    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    match send(conn, server, request, timeout).await? {
-        ServerResult::CallToolResult(result) => {
-            let json = serde_json::to_value(&result).map_err(|e| {
-                ForgeError::new(ErrorCode::InvalidResponse, format!("{server}.{tool}: {e}"))
-            })?;
-            convert::call_result(server, tool, json)
-        }
-        ServerResult::CreateTaskResult(created) => {
-            kinds::await_task(conn, server, tool, created.task, timeout).await
-        }
-        ServerResult::InputRequiredResult(asked) => Err(kinds::input_required(
-            server,
-            tool,
-            asked.input_requests.as_ref(),
-        )),
-        other => Err(unexpected(server, &other)),
     }
 }
 

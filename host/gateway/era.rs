@@ -7,11 +7,10 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use rmcp::model::ProtocolVersion;
+use rmcp::service::Service;
 use rmcp::service::{ClientInitializeError, RunningService};
 use rmcp::transport::IntoTransport;
 use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt};
-
-use super::downstream::Handler;
 
 /// The longest rmcp's `Auto` lifecycle waits for an answer to
 /// `server/discover` before it tries `initialize` on the same connection
@@ -41,7 +40,7 @@ impl EraMemory {
     }
 
     /// Records what a successful handshake showed.
-    pub fn learn(&self, service: &RunningService<RoleClient, Handler>) {
+    pub fn learn<S: Service<RoleClient>>(&self, service: &RunningService<RoleClient, S>) {
         let modern = service
             .peer_info()
             .is_some_and(|info| !info.protocol_version.has_initialize());
@@ -72,12 +71,13 @@ fn preferred() -> Vec<ProtocolVersion> {
 /// returned as is: the caller retries with [`initialize`] on a fresh
 /// connection (rmcp does not fall back when the server closes the stream
 /// on an unknown method, or when no offered revision is supported).
-pub async fn handshake<T, E, A>(
-    handler: Handler,
+pub async fn handshake<S, T, E, A>(
+    handler: S,
     transport: T,
     era: &EraMemory,
-) -> Result<RunningService<RoleClient, Handler>, ClientInitializeError>
+) -> Result<RunningService<RoleClient, S>, ClientInitializeError>
 where
+    S: Service<RoleClient>,
     T: IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
@@ -95,12 +95,13 @@ where
 
 /// The 2025 `initialize` handshake alone; success teaches `era` that the
 /// server is legacy.
-pub async fn initialize<T, E, A>(
-    handler: Handler,
+pub async fn initialize<S, T, E, A>(
+    handler: S,
     transport: T,
     era: &EraMemory,
-) -> Result<RunningService<RoleClient, Handler>, ClientInitializeError>
+) -> Result<RunningService<RoleClient, S>, ClientInitializeError>
 where
+    S: Service<RoleClient>,
     T: IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {

@@ -1,13 +1,14 @@
-//! The answers a 2026-07-28 server may give to `tools/call` besides a plain
-//! result: a task (SEP-2663), awaited here by polling `tasks/get` within the
+//! `tools/call` downstream, and the answers a 2026-07-28 server may give to
+//! it besides a plain result: a task (SEP-2663), awaited here by polling `tasks/get` within the
 //! call's time, and `input_required` (MRTR), which quickforge cannot answer
 //! yet (relaying the question to quickforge's own client is issue 19).
 
 use std::time::Duration;
 
 use rmcp::model::{
-    CancelTaskParams, CancelTaskRequest, ClientRequest, GetTaskParams, GetTaskRequest,
-    InputRequest, InputRequests, JsonObject, ServerResult, Task, TaskPayload,
+    CallToolRequest, CallToolRequestParams, CancelTaskParams, CancelTaskRequest, ClientRequest,
+    GetTaskParams, GetTaskRequest, InputRequest, InputRequests, JsonObject, ServerResult, Task,
+    TaskPayload,
 };
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
@@ -15,6 +16,33 @@ use serde_json::Value;
 use super::convert;
 use super::downstream::{Connection, send, unexpected};
 use crate::error::{ErrorCode, ForgeError};
+
+/// Sends `tools/call` and converts the result.
+pub async fn call_tool(
+    conn: &Connection,
+    server: &str,
+    tool: &str,
+    arguments: serde_json::Map<String, Value>,
+    timeout: Duration,
+) -> Result<Value, ForgeError> {
+    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    match send(conn, server, request, timeout).await? {
+        ServerResult::CallToolResult(result) => {
+            let json = serde_json::to_value(&result).map_err(|e| {
+                ForgeError::new(ErrorCode::InvalidResponse, format!("{server}.{tool}: {e}"))
+            })?;
+            convert::call_result(server, tool, json)
+        }
+        ServerResult::CreateTaskResult(created) => {
+            await_task(conn, server, tool, created.task, timeout).await
+        }
+        ServerResult::InputRequiredResult(asked) => {
+            Err(input_required(server, tool, asked.input_requests.as_ref()))
+        }
+        other => Err(unexpected(server, &other)),
+    }
+}
 
 /// Shortest wait between two `tasks/get` polls, whatever the server's
 /// `pollIntervalMs` says: a server asking for 0 ms would otherwise make the
