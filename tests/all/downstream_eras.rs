@@ -8,8 +8,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::mcp::{
-    CALL_BOUND, connect, eventually, everything, fixture, install_servers, scratch, servers_dir,
-    toml_str, write_config,
+    CALL_BOUND, Session, connect, eventually, everything, fixture, install_servers, scratch,
+    servers_dir, toml_str, write_config,
 };
 
 /// `[servers.modern]`: modern_only.py over stdio, logging the tasks it is
@@ -22,6 +22,19 @@ fn modern(cancel_log: &Path) -> String {
         toml_str(&servers_dir().join("modern_only.py").to_string_lossy()),
         toml_str(&cancel_log.to_string_lossy()),
     )
+}
+
+/// A gateway with `before` and [`modern`] (logging to dir/cancel.log) in its
+/// config, once the modern server answers a call.
+async fn modern_up(dir: &Path, before: &str) -> Session {
+    let config = format!("{before}{}", modern(&dir.join("cancel.log")));
+    let s = connect(&write_config(dir, &config)).await;
+    s.execute_when_ready(
+        CALL_BOUND,
+        r#"async () => forge.callTool("modern", "echo", { text: "up" })"#,
+    )
+    .await;
+    s
 }
 
 /// Weakness: quickforge connected downstream with `initialize` pinned to
@@ -70,14 +83,7 @@ async fn a_task_result_is_polled_to_completion() {
 async fn a_task_that_outlives_the_execution_is_cancelled_downstream() {
     let dir = scratch("eras-task-cancel");
     let log = dir.join("cancel.log");
-    let config = format!("[sandbox]\ntimeout_secs = 2\n\n{}", modern(&log));
-    let s = connect(&write_config(&dir, &config)).await;
-    // wait until the server is connected (a quick call succeeds)
-    s.execute_when_ready(
-        CALL_BOUND,
-        r#"async () => forge.callTool("modern", "echo", { text: "up" })"#,
-    )
-    .await;
+    let s = modern_up(&dir, "[sandbox]\ntimeout_secs = 2\n\n").await;
     let e = s
         .execute_err(r#"async () => forge.callTool("modern", "slow_task", { ms: 60000 })"#)
         .await;
@@ -97,12 +103,7 @@ async fn a_task_that_outlives_the_execution_is_cancelled_downstream() {
 #[tokio::test]
 async fn an_input_required_answer_gives_a_clear_error() {
     let dir = scratch("eras-mrtr");
-    let s = connect(&write_config(&dir, &modern(&dir.join("cancel.log")))).await;
-    s.execute_when_ready(
-        CALL_BOUND,
-        r#"async () => forge.callTool("modern", "echo", { text: "up" })"#,
-    )
-    .await;
+    let s = modern_up(&dir, "").await;
     let e = s
         .execute_err(r#"async () => forge.callTool("modern", "ask", {})"#)
         .await;
