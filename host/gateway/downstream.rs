@@ -9,8 +9,8 @@ use std::time::Duration;
 use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
-    Implementation, ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams, ServerResult,
+    ClientCapabilities, ClientConfig, ClientRequest, Implementation, ProtocolVersion,
+    ReadResourceRequest, ReadResourceRequestParams, ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -18,12 +18,13 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClientTransportConfig, StreamableHttpError,
 };
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceError};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::broken::Broken;
 use super::convert;
+use super::era::{self, EraMemory};
 use super::limited_http::LimitedHttp;
 use super::sse::SseTransport;
 use crate::config::{INHERITED_ENV, ServerConfig, Transport};
@@ -115,8 +116,11 @@ pub struct Handler {
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        // The tasks extension is declared because `kinds::await_task` polls
+        // the tasks a server starts; a conforming server starts none for a
+        // client that does not declare it.
         ClientConfig::new(
-            ClientCapabilities::default(),
+            ClientCapabilities::builder().enable_tasks().build(),
             Implementation::new("quickforge", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
@@ -243,73 +247,108 @@ impl Drop for GroupChild {
     }
 }
 
-/// Connects to `config`'s server and completes the MCP handshake.
+/// The transport to a stdio server's pipes, read through [`LimitedLines`].
+type StdioTransport = AsyncRwTransport<
+    RoleClient,
+    LimitedLines<tokio::process::ChildStdout>,
+    tokio::process::ChildStdin,
+>;
+
+/// Starts a stdio server as the leader of its own process group, its stderr
+/// copied to the log, and returns the transport on its pipes.
+fn spawn(config: &ServerConfig) -> Result<(StdioTransport, ChildGuard, Broken), String> {
+    let Transport::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+    } = &config.transport
+    else {
+        return Err("not a stdio server".into());
+    };
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args).env_clear();
+    for key in INHERITED_ENV {
+        if let Some(value) = std::env::var_os(key) {
+            cmd.env(key, value);
+        }
+    }
+    cmd.envs(env);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut cmd = CommandWrap::from(cmd);
+    cmd.wrap(KillOnDrop);
+    #[cfg(unix)]
+    cmd.wrap(process_wrap::tokio::ProcessGroup::leader());
+
+    let mut child = GroupChild(
+        cmd.spawn()
+            .map_err(|e| format!("could not start {command:?}: {e}"))?,
+    );
+    let (Some(stdout), Some(stdin)) = (child.0.stdout().take(), child.0.stdin().take()) else {
+        return Err("the child's stdio pipes were not available".into());
+    };
+    let stderr = child
+        .0
+        .stderr()
+        .take()
+        .map(|stderr| tokio::spawn(drain_stderr(config.name.clone(), stderr)));
+    let guard = ChildGuard {
+        child: std::sync::Mutex::new(Some(child)),
+        stderr: std::sync::Mutex::new(stderr),
+    };
+    let broken = Broken::default();
+    let limit = config.max_response_bytes;
+    let stdout = LimitedLines {
+        inner: stdout,
+        limit,
+        since_newline: 0,
+        broken: broken.clone(),
+    };
+    let transport =
+        AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(limit + LINE_SLACK);
+    Ok((transport, guard, broken))
+}
+
+/// Connects to `config`'s server and completes the MCP handshake, in the
+/// server's era (see [`era`]): `era` remembers what the first connect
+/// learned, so a legacy server is not probed again on every reconnect.
 pub async fn connect(
     config: &ServerConfig,
     refresh: Arc<RefreshSet>,
+    era: &EraMemory,
 ) -> Result<Connection, String> {
     let handler = Handler {
         server: config.name.as_str().into(),
         refresh,
     };
     match &config.transport {
-        Transport::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } => {
-            let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args).env_clear();
-            for key in INHERITED_ENV {
-                if let Some(value) = std::env::var_os(key) {
-                    cmd.env(key, value);
+        Transport::Stdio { command, .. } => {
+            let (transport, guard, broken) = spawn(config)?;
+            match era::handshake(handler.clone(), transport, era).await {
+                Ok(service) => Ok(finish(service, Some(guard), broken)),
+                Err(e) if era.legacy() => {
+                    Err(format!("MCP handshake with {command:?} failed: {e}"))
+                }
+                Err(probe) => {
+                    // The probe broke the session (the server closed it on an
+                    // unknown method, or speaks no revision offered): a fresh
+                    // process gets the 2025 handshake alone.
+                    drop(guard);
+                    tracing::debug!(server = %config.name, "server/discover failed ({probe}); trying initialize");
+                    let (transport, guard, broken) = spawn(config)?;
+                    let service = era::initialize(handler, transport, era)
+                        .await
+                        .map_err(|e| {
+                            format!("MCP handshake with {command:?} failed: {e} (and server/discover: {probe})")
+                        })?;
+                    Ok(finish(service, Some(guard), broken))
                 }
             }
-            cmd.envs(env);
-            if let Some(dir) = cwd {
-                cmd.current_dir(dir);
-            }
-            cmd.stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-            let mut cmd = CommandWrap::from(cmd);
-            cmd.wrap(KillOnDrop);
-            #[cfg(unix)]
-            cmd.wrap(process_wrap::tokio::ProcessGroup::leader());
-
-            let mut child = GroupChild(
-                cmd.spawn()
-                    .map_err(|e| format!("could not start {command:?}: {e}"))?,
-            );
-            let (Some(stdout), Some(stdin)) = (child.0.stdout().take(), child.0.stdin().take())
-            else {
-                return Err("the child's stdio pipes were not available".into());
-            };
-            let stderr = child
-                .0
-                .stderr()
-                .take()
-                .map(|stderr| tokio::spawn(drain_stderr(config.name.clone(), stderr)));
-            let guard = ChildGuard {
-                child: std::sync::Mutex::new(Some(child)),
-                stderr: std::sync::Mutex::new(stderr),
-            };
-            let broken = Broken::default();
-            let limit = config.max_response_bytes;
-            let stdout = LimitedLines {
-                inner: stdout,
-                limit,
-                since_newline: 0,
-                broken: broken.clone(),
-            };
-            let transport = AsyncRwTransport::new_client(stdout, stdin)
-                .with_max_line_length(limit + LINE_SLACK);
-            let service = handler
-                .serve(transport)
-                .await
-                .map_err(|e| format!("MCP handshake with {command:?} failed: {e}"))?;
-            Ok(finish(service, Some(guard), broken))
         }
         Transport::Http { url, headers } => {
             let http = http_client()?;
@@ -323,14 +362,26 @@ pub async fn connect(
                 custom.insert(name.clone(), value.clone());
                 header_map.insert(name, value);
             }
-            let streamable = StreamableHttpClientTransport::with_client(
-                LimitedHttp::new(http.clone(), broken.clone()),
-                StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .custom_headers(custom)
-                    .reinit_on_expired_session(true)
-                    .max_sse_event_size(config.max_response_bytes),
-            );
-            match handler.clone().serve(streamable).await {
+            let streamable = || {
+                StreamableHttpClientTransport::with_client(
+                    LimitedHttp::new(http.clone(), broken.clone()),
+                    StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                        .custom_headers(custom.clone())
+                        .reinit_on_expired_session(true)
+                        .max_sse_event_size(config.max_response_bytes),
+                )
+            };
+            let mut attempt = era::handshake(handler.clone(), streamable(), era).await;
+            if let Err(probe) = &attempt
+                && !era.legacy()
+                && !refuses_streamable_http(probe)
+            {
+                // As on stdio: the probe failed in a way rmcp does not fall
+                // back from; a fresh connection gets `initialize` alone.
+                tracing::debug!(server = %config.name, "server/discover failed ({probe}); trying initialize");
+                attempt = era::initialize(handler.clone(), streamable(), era).await;
+            }
+            match attempt {
                 Ok(service) => Ok(finish(service, None, broken.clone())),
                 Err(e) if refuses_streamable_http(&e) => {
                     tracing::info!(server = %config.name, "no streamable HTTP ({e}); trying legacy HTTP+SSE");
@@ -346,8 +397,8 @@ pub async fn connect(
                     .map_err(|sse| {
                         format!("neither streamable HTTP ({e}) nor HTTP+SSE ({sse}) worked")
                     })?;
-                    let service = handler
-                        .serve(sse)
+                    // HTTP+SSE predates the 2026 era: `initialize` alone.
+                    let service = era::initialize(handler, sse, era)
                         .await
                         .map_err(|e| format!("MCP handshake over HTTP+SSE failed: {e}"))?;
                     Ok(finish(service, None, broken))
@@ -401,9 +452,12 @@ fn http_client() -> Result<reqwest::Client, String> {
 /// Whether a failed streamable-HTTP handshake means "this is not a
 /// streamable-HTTP endpoint": a 4xx answer to the initialize POST, or a
 /// non-MCP content type. The specification then says to try HTTP+SSE.
+/// Under the `Auto` lifecycle the `initialize` POST is the fallback after
+/// the discover POST, so the answer to look at is inside
+/// `LegacyFallbackFailed`.
 fn refuses_streamable_http(err: &rmcp::service::ClientInitializeError) -> bool {
     use rmcp::service::ClientInitializeError as E;
-    let E::TransportError { error, .. } = err else {
+    let E::TransportError { error, .. } = era::decisive(err) else {
         return false;
     };
     match error
@@ -421,7 +475,7 @@ fn refuses_streamable_http(err: &rmcp::service::ClientInitializeError) -> bool {
 /// credentials to another host), so the fix is in the config.
 fn redirect_hint(err: &rmcp::service::ClientInitializeError) -> &'static str {
     use rmcp::service::ClientInitializeError as E;
-    let E::TransportError { error, .. } = err else {
+    let E::TransportError { error, .. } = era::decisive(err) else {
         return "";
     };
     match error
@@ -527,27 +581,6 @@ async fn drain_stderr(server: String, stderr: tokio::process::ChildStderr) {
     }
 }
 
-/// Sends `tools/call` and converts the result.
-pub async fn call_tool(
-    conn: &Connection,
-    server: &str,
-    tool: &str,
-    arguments: serde_json::Map<String, Value>,
-    timeout: Duration,
-) -> Result<Value, ForgeError> {
-    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    match send(conn, server, request, timeout).await? {
-        ServerResult::CallToolResult(result) => {
-            let json = serde_json::to_value(&result).map_err(|e| {
-                ForgeError::new(ErrorCode::InvalidResponse, format!("{server}.{tool}: {e}"))
-            })?;
-            convert::call_result(server, tool, json)
-        }
-        other => Err(unexpected(server, &other)),
-    }
-}
-
 /// Sends `resources/read` and converts the result.
 pub async fn read_resource(
     conn: &Connection,
@@ -569,7 +602,7 @@ pub async fn read_resource(
     }
 }
 
-fn unexpected(server: &str, result: &ServerResult) -> ForgeError {
+pub(super) fn unexpected(server: &str, result: &ServerResult) -> ForgeError {
     let kind = serde_json::to_value(result)
         .ok()
         .and_then(|v| {
@@ -583,7 +616,7 @@ fn unexpected(server: &str, result: &ServerResult) -> ForgeError {
     )
 }
 
-async fn send(
+pub(super) async fn send(
     conn: &Connection,
     server: &str,
     request: ClientRequest,

@@ -14,6 +14,8 @@
 mod broken;
 pub mod convert;
 mod downstream;
+mod era;
+mod kinds;
 mod limited_http;
 mod router;
 mod sse;
@@ -53,6 +55,9 @@ pub struct Server {
     /// Its guards in the call pipeline: group, rate limit, circuit breaker,
     /// in-flight slots.
     pub guards: Arc<Guards>,
+    /// Its protocol era once a connect has learned it, so reconnects skip
+    /// the `server/discover` probe a legacy server may make slow.
+    era: era::EraMemory,
 }
 
 impl Server {
@@ -73,6 +78,7 @@ impl Server {
             }),
             config: config.clone(),
             conn: ArcSwapOption::empty(),
+            era: era::EraMemory::default(),
         }
     }
 }

@@ -83,7 +83,7 @@ impl Servers for Router {
                 let tool = tool.to_string();
                 self.to_server(server, entry, move |conn, server, timeout| {
                     Box::pin(async move {
-                        downstream::call_tool(&conn, &server, &tool, args, timeout).await
+                        super::kinds::call_tool(&conn, &server, &tool, args, timeout).await
                     })
                 })
             }

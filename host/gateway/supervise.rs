@@ -62,10 +62,14 @@ pub(super) async fn supervise(
         };
         let attempt = {
             let _permit = permits.acquire().await;
-            let limit = server.config.timeout.max(MIN_CONNECT_TIME);
+            let mut limit = server.config.timeout.max(MIN_CONNECT_TIME);
+            if server.era.unknown() {
+                // a legacy server that ignores the probe costs this once
+                limit += super::era::DISCOVER_WAIT;
+            }
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                r = tokio::time::timeout(limit, downstream::connect(&server.config, events)) => {
+                r = tokio::time::timeout(limit, downstream::connect(&server.config, events, &server.era)) => {
                     r.unwrap_or_else(|_| Err(format!("no MCP handshake within {} s", limit.as_secs_f64())))
                 }
             }

@@ -3,7 +3,11 @@
 // cannot be told to: change its tool list at run time, hang, crash, flood,
 // lie, serve hundreds of tools. It is the fault-injection server.
 //
-//   node fixture.mjs [--tools N] [--hostile] [--exit-at-startup] [--http PORT | --sse PORT]
+//   node fixture.mjs [--tools N] [--hostile] [--exit-at-startup] [--ignore-discover]
+//                    [--http PORT | --sse PORT]
+//
+// With --ignore-discover (stdio) it drops `server/discover` unanswered, as a
+// legacy server that ignores unknown requests does.
 //
 // With --hostile it also serves tools whose metadata attacks the model:
 // unsafe names, terminal escapes, invisible and bidi characters, chat role
@@ -413,5 +417,14 @@ if (args.includes("--http")) {
   http.listen(port, "127.0.0.1", () => console.error(`fixture: listening on ${http.address().port}`));
 } else {
   initialized = 1;
-  await makeServer().connect(new StdioServerTransport());
+  const transport = new StdioServerTransport();
+  await makeServer().connect(transport);
+  if (args.includes("--ignore-discover")) {
+    // A legacy server that neither answers nor refuses the 2026-07-28
+    // probe: the request is dropped before the SDK sees it.
+    const deliver = transport.onmessage;
+    transport.onmessage = (message, extra) => {
+      if (message.method !== "server/discover") deliver(message, extra);
+    };
+  }
 }

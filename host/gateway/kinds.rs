@@ -1,0 +1,228 @@
+//! `tools/call` downstream, and the answers a 2026-07-28 server may give to
+//! it besides a plain result: a task (SEP-2663), awaited here by polling `tasks/get` within the
+//! call's time, and `input_required` (MRTR), which quickforge cannot answer
+//! yet (relaying the question to quickforge's own client is issue 19).
+
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelTaskParams, CancelTaskRequest, ClientRequest,
+    GetTaskParams, GetTaskRequest, InputRequest, InputRequests, JsonObject, ServerResult, Task,
+    TaskPayload,
+};
+use rmcp::{Peer, RoleClient};
+use serde_json::Value;
+
+use super::convert;
+use super::downstream::{Connection, send, unexpected};
+use crate::error::{ErrorCode, ForgeError};
+
+/// Sends `tools/call` and converts the result.
+pub async fn call_tool(
+    conn: &Connection,
+    server: &str,
+    tool: &str,
+    arguments: serde_json::Map<String, Value>,
+    timeout: Duration,
+) -> Result<Value, ForgeError> {
+    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    match send(conn, server, request, timeout).await? {
+        ServerResult::CallToolResult(result) => {
+            let json = serde_json::to_value(&result).map_err(|e| {
+                ForgeError::new(ErrorCode::InvalidResponse, format!("{server}.{tool}: {e}"))
+            })?;
+            convert::call_result(server, tool, json)
+        }
+        ServerResult::CreateTaskResult(created) => {
+            await_task(conn, server, tool, created.task, timeout).await
+        }
+        ServerResult::InputRequiredResult(asked) => {
+            Err(input_required(server, tool, asked.input_requests.as_ref()))
+        }
+        other => Err(unexpected(server, &other)),
+    }
+}
+
+/// Shortest wait between two `tasks/get` polls, whatever the server's
+/// `pollIntervalMs` says: a server asking for 0 ms would otherwise make the
+/// gateway spin against it. 50 ms keeps a quick task quick.
+const MIN_POLL: Duration = Duration::from_millis(50);
+/// Longest wait between two polls, whatever the server asks: the script is
+/// waiting, and a task that finishes must not be noticed minutes late.
+const MAX_POLL: Duration = Duration::from_secs(5);
+/// Poll interval when the server names none.
+const DEFAULT_POLL: Duration = Duration::from_millis(500);
+
+/// The error a script sees when a server asks for input (MRTR) in answer
+/// to `tools/call`: it names what was asked, and why quickforge cannot
+/// answer. Not "unexpected": the server did nothing wrong.
+pub(super) fn input_required(
+    server: &str,
+    tool: &str,
+    requests: Option<&InputRequests>,
+) -> ForgeError {
+    let asked = requests
+        .map(|requests| asked(requests.values()))
+        .unwrap_or_else(|| "input".into());
+    ForgeError::new(
+        ErrorCode::DownstreamError,
+        format!(
+            "server {server:?} asked for input before {tool:?} could finish ({asked}); \
+             quickforge cannot relay such questions to its client yet, so the call fails"
+        ),
+    )
+    .suggest("call a tool that needs no confirmation or user input, or call this tool from a client connected to the server directly")
+}
+
+/// What a set of input requests asks for, for the error message:
+/// "elicitation", "sampling", "roots", joined.
+fn asked<'a>(requests: impl Iterator<Item = &'a InputRequest>) -> String {
+    let mut kinds: Vec<&str> = requests
+        .map(|r| match r {
+            InputRequest::Elicitation(_) => "elicitation",
+            InputRequest::CreateMessage(_) => "sampling",
+            InputRequest::ListRoots(_) => "roots",
+            _ => "input",
+        })
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    if kinds.is_empty() {
+        "input".into()
+    } else {
+        kinds.join(", ")
+    }
+}
+
+/// Awaits `task` (created by `tools/call`) by polling `tasks/get` at the
+/// server's `pollIntervalMs` (held between [`MIN_POLL`] and [`MAX_POLL`]),
+/// for at most `timeout` (the server's `timeout_secs`, the same bound as a
+/// plain call), and converts its final result like a plain one. A task that
+/// does not end in time, or whose call is dropped (the execution ended), is
+/// cancelled on the server with `tasks/cancel`.
+pub(super) async fn await_task(
+    conn: &Connection,
+    server: &str,
+    tool: &str,
+    task: Task,
+    timeout: Duration,
+) -> Result<Value, ForgeError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut cancel = CancelTaskOnDrop {
+        peer: Some(conn.peer.clone()),
+        id: task.task_id.clone(),
+    };
+    let mut interval = task.poll_interval_ms;
+    loop {
+        let wait = interval
+            .map(Duration::from_millis)
+            .unwrap_or(DEFAULT_POLL)
+            .clamp(MIN_POLL, MAX_POLL);
+        let now = tokio::time::Instant::now();
+        if now + wait >= deadline {
+            tokio::time::sleep_until(deadline).await;
+            return Err(task_timeout(server, tool, timeout));
+        }
+        tokio::time::sleep(wait).await;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let request =
+            ClientRequest::GetTaskRequest(GetTaskRequest::new(GetTaskParams::new(&task.task_id)));
+        let got = match send(conn, server, request, left).await {
+            Ok(ServerResult::GetTaskResult(got)) => got,
+            Ok(other) => return Err(unexpected(server, &other)),
+            Err(e) if e.code.is(ErrorCode::Timeout) => {
+                return Err(task_timeout(server, tool, timeout));
+            }
+            Err(e) => return Err(e),
+        };
+        interval = got.task.task.poll_interval_ms.or(interval);
+        match got.task.payload {
+            TaskPayload::Working => continue,
+            TaskPayload::Completed { result } => {
+                cancel.peer = None;
+                return convert::call_result(server, tool, Value::Object(result));
+            }
+            TaskPayload::Failed { error } => {
+                cancel.peer = None;
+                return Err(task_failed(server, tool, error));
+            }
+            TaskPayload::Cancelled => {
+                cancel.peer = None;
+                return Err(ForgeError::new(
+                    ErrorCode::DownstreamError,
+                    format!("server {server:?} cancelled the task running {tool:?}"),
+                ));
+            }
+            // The task waits for input nobody here can give: it is cancelled
+            // (the guard stays armed) and the script hears why.
+            TaskPayload::InputRequired { input_requests } => {
+                return Err(input_required(server, tool, Some(&input_requests)));
+            }
+            _ => continue,
+        }
+    }
+}
+
+fn task_timeout(server: &str, tool: &str, timeout: Duration) -> ForgeError {
+    ForgeError::new(
+        ErrorCode::Timeout,
+        format!(
+            "the task server {server:?} started for {tool:?} did not finish within {} s (its timeout_secs); it was cancelled",
+            timeout.as_secs_f64()
+        ),
+    )
+}
+
+/// A failed task's error as the script sees it: redacted, then cut.
+fn task_failed(server: &str, tool: &str, error: JsonObject) -> ForgeError {
+    let mut error = Value::Object(error);
+    crate::redact::redact_json(&mut error);
+    let text = error
+        .get("message")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| error.to_string());
+    ForgeError::new(
+        ErrorCode::DownstreamError,
+        format!(
+            "the task server {server:?} ran for {tool:?} failed: {}",
+            crate::redact::redact_clip(&text, convert::MAX_ERROR_TEXT)
+        ),
+    )
+}
+
+/// Sends `tasks/cancel` for a task whose call ended before the task did
+/// (the execution's deadline, its budget, the client's cancellation, or the
+/// call's own timeout), so the server can stop the work.
+struct CancelTaskOnDrop {
+    peer: Option<Peer<RoleClient>>,
+    id: String,
+}
+
+impl Drop for CancelTaskOnDrop {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let request = ClientRequest::CancelTaskRequest(CancelTaskRequest::new(
+            CancelTaskParams::new(std::mem::take(&mut self.id)),
+        ));
+        runtime.spawn(async move {
+            let options = rmcp::service::PeerRequestOptions::with_timeout(CANCEL_TIMEOUT);
+            let sent = peer.send_request_with_option(request, options).await;
+            let answered = match sent {
+                Ok(handle) => handle.await_response().await.map(|_| ()),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = answered {
+                tracing::debug!("could not send tasks/cancel: {e}");
+            }
+        });
+    }
+}
+
+/// Longest wait for the server to acknowledge `tasks/cancel`; nobody waits
+/// on the answer, the bound only ends the background send.
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
