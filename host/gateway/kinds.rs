@@ -226,3 +226,66 @@ impl Drop for CancelTaskOnDrop {
 /// Longest wait for the server to acknowledge `tasks/cancel`; nobody waits
 /// on the answer, the bound only ends the background send.
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A failed task's error reaches the script redacted and bounded, like
+    /// any downstream error text.
+    #[test]
+    fn a_failed_task_error_is_redacted_and_cut() {
+        let secret = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+        let mut error = JsonObject::new();
+        error.insert(
+            "message".into(),
+            format!("upstream said token {secret} {}", "x".repeat(64 * 1024)).into(),
+        );
+        let e = task_failed("gh", "sync", error);
+        assert_eq!(e.code.as_str(), "DOWNSTREAM_ERROR");
+        assert!(!e.message.contains(secret), "{}", e.message);
+        assert!(
+            e.message
+                .starts_with("the task server \"gh\" ran for \"sync\" failed: upstream said token")
+        );
+        assert!(
+            e.message.len() < 2 * convert::MAX_ERROR_TEXT,
+            "{}",
+            e.message.len()
+        );
+        // Without a message, the whole error object is shown (redacted).
+        let mut error = JsonObject::new();
+        error.insert("code".into(), 7.into());
+        assert!(
+            task_failed("s", "t", error)
+                .message
+                .ends_with("failed: {\"code\":7}")
+        );
+    }
+
+    /// The input_required error says what was asked and that quickforge
+    /// cannot relay it, never "unexpected".
+    #[test]
+    fn input_required_names_the_server_the_tool_and_what_was_asked() {
+        let e = input_required("forms", "confirm", None);
+        assert_eq!(e.code.as_str(), "DOWNSTREAM_ERROR");
+        assert!(
+            e.message
+                .contains("\"forms\" asked for input before \"confirm\"")
+                && e.message.contains("(input)")
+                && e.message.contains("cannot relay"),
+            "{}",
+            e.message
+        );
+        assert!(!e.message.contains("unexpected"));
+        assert!(e.suggestion.is_some());
+        assert_eq!(asked(std::iter::empty()), "input");
+        let t = task_timeout("s", "t", Duration::from_millis(1500));
+        assert_eq!(t.code.as_str(), "TIMEOUT");
+        assert!(
+            t.message.contains("1.5 s") && t.message.contains("cancelled"),
+            "{}",
+            t.message
+        );
+    }
+}
