@@ -49,7 +49,7 @@ const BANNED_PROPERTIES: &[(&str, Rule)] = &[
 ];
 
 /// Names that denote the global object.
-const GLOBAL_NAMES: &[&str] = &["globalThis", "self", "window", "global"];
+const GLOBAL_NAMES: &str = "globalThis self window global";
 
 /// Built-in globals that are functions (a computed access on them with a
 /// non-literal key can reach `constructor`).
@@ -67,31 +67,30 @@ const BUILTIN_NAMESPACES: &str = "Math JSON Atomics Intl console forge manifest"
 /// small whatever the input (longer concatenations count as not literal).
 const LITERAL_PIECES: usize = 64;
 
-/// Whether `name` is `word` as written or, if not ASCII, folds to it.
-fn spelled(name: &str, word: &str) -> bool {
-    name == word || (!name.is_ascii() && fold(name) == word.to_ascii_lowercase())
-}
-
-/// The rule of the first entry of `table` that `name` spells.
-fn lookup(table: &[(&str, Rule)], name: &str) -> Option<Rule> {
+/// The first of `words` that `name` spells: as written, or, when `name` is
+/// not ASCII, after folding it (once) to its plain spelling.
+fn spelled_as<'w>(name: &str, mut words: impl Iterator<Item = &'w str>) -> Option<&'w str> {
     if name.is_ascii() {
-        return table.iter().find(|(word, _)| *word == name).map(|e| e.1);
+        return words.find(|w| *w == name);
     }
     let folded = fold(name);
-    table
-        .iter()
-        .find(|(word, _)| folded == word.to_ascii_lowercase())
-        .map(|e| e.1)
+    words.find(|w| folded == w.to_ascii_lowercase())
 }
 
-/// Whether `name` spells one of `words`.
-fn one_of(words: &[&str], name: &str) -> bool {
-    words.iter().any(|w| spelled(name, w))
+/// Whether `name` is `word` as written or, if not ASCII, folds to it.
+fn spelled(name: &str, word: &str) -> bool {
+    spelled_as(name, std::iter::once(word)).is_some()
 }
 
 /// Whether `name` spells one of the space-separated words of `list`.
 fn listed(list: &str, name: &str) -> bool {
-    list.split_whitespace().any(|w| spelled(name, w))
+    spelled_as(name, list.split_whitespace()).is_some()
+}
+
+/// The rule of the entry of `table` that `name` spells.
+fn lookup(table: &[(&str, Rule)], name: &str) -> Option<Rule> {
+    let word = spelled_as(name, table.iter().map(|e| e.0))?;
+    table.iter().find(|e| e.0 == word).map(|e| e.1)
 }
 
 /// The rule for reading a property named `name`, on any object.
@@ -255,7 +254,7 @@ impl<'a> Checker<'a> {
             Expression::StaticMemberExpression(m) => &m.property.name,
             _ => return None,
         };
-        if !one_of(&["setTimeout", "setInterval", "setImmediate"], name) {
+        if !listed("setTimeout setInterval setImmediate", name) {
             return None;
         }
         let first = call.arguments.first()?.as_expression()?;
@@ -295,10 +294,10 @@ impl<'a> Checker<'a> {
 /// another (`globalThis.globalThis`).
 fn is_global(e: &Expression<'_>, parents: &[Frame<'_>]) -> bool {
     match e.without_parentheses() {
-        Expression::Identifier(id) => one_of(GLOBAL_NAMES, &id.name),
+        Expression::Identifier(id) => listed(GLOBAL_NAMES, &id.name),
         Expression::ThisExpression(t) => this_is_global(parents, t.span),
         Expression::StaticMemberExpression(m) => {
-            one_of(GLOBAL_NAMES, &m.property.name) && is_global(&m.object, parents)
+            listed(GLOBAL_NAMES, &m.property.name) && is_global(&m.object, parents)
         }
         _ => false,
     }
@@ -322,7 +321,7 @@ fn is_function_value(e: &Expression<'_>) -> bool {
         Expression::Identifier(id) => listed(BUILTIN_FUNCTIONS, &id.name),
         Expression::StaticMemberExpression(m) => {
             let property = &m.property.name;
-            if one_of(&["callee", "caller", "bind", "call", "apply"], property) {
+            if listed("callee caller bind call apply", property) {
                 return true;
             }
             let Expression::Identifier(object) = m.object.without_parentheses() else {

@@ -91,6 +91,16 @@ impl<'a, P: Pass<'a>> Walker<'a, P> {
         }
     }
 
+    /// Walks into a node with `walk`, one level deeper, unless the walk
+    /// has failed or is [`PHYSICAL_LIMIT`] nodes deep already.
+    fn nested(&mut self, span: Span, walk: impl FnOnce(&mut Self)) {
+        if self.descend(span) {
+            self.physical += 1;
+            walk(self);
+            self.physical -= 1;
+        }
+    }
+
     /// Whether to descend into a node; stops after a failure and past
     /// [`PHYSICAL_LIMIT`] nested nodes.
     fn descend(&mut self, span: Span) -> bool {
@@ -128,35 +138,19 @@ impl<'a, P: Pass<'a>> Visit<'a> for Walker<'a, P> {
     }
 
     fn visit_expression(&mut self, it: &Expression<'a>) {
-        if self.descend(it.span()) {
-            self.physical += 1;
-            walk::walk_expression(self, it);
-            self.physical -= 1;
-        }
+        self.nested(it.span(), |w| walk::walk_expression(w, it));
     }
 
     fn visit_statement(&mut self, it: &Statement<'a>) {
-        if self.descend(it.span()) {
-            self.physical += 1;
-            walk::walk_statement(self, it);
-            self.physical -= 1;
-        }
+        self.nested(it.span(), |w| walk::walk_statement(w, it));
     }
 
     fn visit_binding_pattern(&mut self, it: &BindingPattern<'a>) {
-        if self.descend(it.span()) {
-            self.physical += 1;
-            walk::walk_binding_pattern(self, it);
-            self.physical -= 1;
-        }
+        self.nested(it.span(), |w| walk::walk_binding_pattern(w, it));
     }
 
     fn visit_assignment_target(&mut self, it: &AssignmentTarget<'a>) {
-        if self.descend(it.span()) {
-            self.physical += 1;
-            walk::walk_assignment_target(self, it);
-            self.physical -= 1;
-        }
+        self.nested(it.span(), |w| walk::walk_assignment_target(w, it));
     }
 }
 
