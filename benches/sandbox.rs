@@ -54,6 +54,7 @@ async fn sample_sandbox(sandbox: &Sandbox, code: &str, warmup: usize, n: usize) 
         manifest: Arc::new(NoServers),
         stash: Arc::new(Stash::default()),
         audit: None,
+        ..ExecutionContext::default()
     };
     for _ in 0..warmup {
         sandbox

@@ -19,6 +19,9 @@
 //!   route step for live servers;
 //! - `manifest` — the model scripts query, search, TypeScript rendering;
 //! - `policy` — tool policy, strict server groups, rate limits;
+//! - `relay` — what downstream servers send during a script's calls
+//!   (progress, logs, elicitation, sampling, roots), carried to the client
+//!   whose execution made them; approvals; the pausable deadline;
 //! - `state` — the stash behind a handle-keyed store, with the gateway's
 //!   caps and one space per strict group;
 //! - `session` — one client session: its stash handle, its share of the
@@ -39,6 +42,7 @@ mod gateway;
 mod guest_json;
 mod manifest;
 mod policy;
+mod relay;
 mod sandbox;
 mod server;
 mod session;

@@ -17,15 +17,43 @@ use serde::Deserialize;
 
 use crate::error::{ErrorCode, ForgeError};
 
-/// A server's tool policy: `allow` and `deny` globs over tool names, and
-/// whether tools annotated `destructiveHint: true` may be called. Built
-/// while the configuration is validated, so a bad glob never gets further.
+/// What a server's policy says about tools annotated `destructiveHint:
+/// true` (`allow_destructive`): `false` refuses them, `true` allows them,
+/// `"ask"` puts each call to the person first (see
+/// [`crate::relay::approve`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Destructive {
+    /// Refused (the default: a model should not delete things unasked).
+    #[default]
+    Deny,
+    /// Allowed.
+    Allow,
+    /// Allowed once the person approves each call.
+    Ask,
+}
+
+/// What the tool policy says about one tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// It may be called.
+    Allow,
+    /// It may be called once the person approves the call, for this reason.
+    Ask(String),
+    /// It may not be called, for this reason.
+    Deny(String),
+}
+
+/// A server's tool policy: `allow` and `deny` globs over tool names, which
+/// tools need the person's approval (`confirm` globs), and whether tools
+/// annotated `destructiveHint: true` may be called. Built while the
+/// configuration is validated, so a bad glob never gets further.
 #[derive(Debug, Clone)]
 pub struct ToolPolicy {
     server: String,
     allow: Option<(GlobSet, Vec<String>)>,
     deny: Option<(GlobSet, Vec<String>)>,
-    allow_destructive: bool,
+    confirm: Option<(GlobSet, Vec<String>)>,
+    destructive: Destructive,
 }
 
 /// Compiles `patterns` into one set; `None` for an empty list.
@@ -43,20 +71,28 @@ fn glob_set(patterns: &[String]) -> Result<Option<(GlobSet, Vec<String>)>, Strin
 
 impl ToolPolicy {
     /// The policy of `server`: tools matching `allow` (every tool when it
-    /// is empty) and not `deny`, destructive ones only if
-    /// `allow_destructive`. Fails on a bad glob.
+    /// is empty) and not `deny`, destructive ones as `destructive` says.
+    /// Fails on a bad glob.
     pub fn new(
         server: &str,
         allow: &[String],
         deny: &[String],
-        allow_destructive: bool,
+        destructive: Destructive,
     ) -> Result<ToolPolicy, String> {
         Ok(ToolPolicy {
             server: server.to_string(),
             allow: glob_set(allow)?,
             deny: glob_set(deny)?,
-            allow_destructive,
+            confirm: None,
+            destructive,
         })
+    }
+
+    /// `self`, asking the person before any call to a tool matching
+    /// `confirm`. Fails on a bad glob.
+    pub fn with_confirm(mut self, confirm: &[String]) -> Result<ToolPolicy, String> {
+        self.confirm = glob_set(confirm)?;
+        Ok(self)
     }
 
     /// The `allow` globs, as written.
@@ -69,19 +105,24 @@ impl ToolPolicy {
         self.deny.as_ref().map_or(&[], |(_, p)| p)
     }
 
+    /// The `confirm` globs, as written.
+    pub fn confirm(&self) -> &[String] {
+        self.confirm.as_ref().map_or(&[], |(_, p)| p)
+    }
+
     /// Checks one glob pattern, for configuration loading.
     pub fn check_glob(pattern: &str) -> Result<(), String> {
         Glob::new(pattern).map(|_| ()).map_err(|e| e.to_string())
     }
 
-    /// Why `tool` (with its MCP `annotations`) may not be called, or `None`
-    /// when it may.
-    pub fn verdict(&self, tool: &str, annotations: Option<&Value>) -> Option<String> {
+    /// Whether `tool` (with its MCP `annotations`) may be called: `deny`
+    /// first, then `allow`, then `confirm`, then the destructive rule.
+    pub fn verdict(&self, tool: &str, annotations: Option<&Value>) -> Verdict {
         let server = &self.server;
         if let Some((set, patterns)) = &self.deny
             && let Some(&i) = set.matches(tool).first()
         {
-            return Some(format!(
+            return Verdict::Deny(format!(
                 "tool {tool:?} matches servers.{server}.deny pattern {:?}",
                 patterns[i]
             ));
@@ -89,18 +130,29 @@ impl ToolPolicy {
         if let Some((set, _)) = &self.allow
             && !set.is_match(tool)
         {
-            return Some(format!("tool {tool:?} is not in servers.{server}.allow"));
+            return Verdict::Deny(format!("tool {tool:?} is not in servers.{server}.allow"));
+        }
+        if let Some((set, patterns)) = &self.confirm
+            && let Some(&i) = set.matches(tool).first()
+        {
+            return Verdict::Ask(format!(
+                "it matches servers.{server}.confirm pattern {:?}",
+                patterns[i]
+            ));
         }
         let destructive = annotations
             .and_then(|a| a.get("destructiveHint"))
             .and_then(Value::as_bool)
             == Some(true);
-        if destructive && !self.allow_destructive {
-            return Some(format!(
+        match (destructive, self.destructive) {
+            (false, _) | (true, Destructive::Allow) => Verdict::Allow,
+            (true, Destructive::Ask) => Verdict::Ask(format!(
+                "the tool is marked destructive (destructiveHint) and servers.{server}.allow_destructive is \"ask\""
+            )),
+            (true, Destructive::Deny) => Verdict::Deny(format!(
                 "tool {tool:?} is marked destructive (destructiveHint) and servers.{server}.allow_destructive is false"
-            ));
+            )),
         }
-        None
     }
 }
 
@@ -110,7 +162,8 @@ impl PartialEq for ToolPolicy {
         self.server == other.server
             && self.allow() == other.allow()
             && self.deny() == other.deny()
-            && self.allow_destructive == other.allow_destructive
+            && self.confirm() == other.confirm()
+            && self.destructive == other.destructive
     }
 }
 
@@ -244,41 +297,67 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn policy(allow: &[&str], deny: &[&str], destructive: bool) -> ToolPolicy {
+    fn policy(allow: &[&str], deny: &[&str], destructive: Destructive) -> ToolPolicy {
         let list = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         ToolPolicy::new("s", &list(allow), &list(deny), destructive).unwrap()
     }
 
+    fn denied(v: Verdict) -> String {
+        match v {
+            Verdict::Deny(why) => why,
+            other => panic!("not denied: {other:?}"),
+        }
+    }
+
     #[test]
     fn deny_wins_over_allow_and_names_the_pattern() {
-        let p = policy(&["issues.*", "search"], &["issues.delete*"], false);
-        assert_eq!(p.verdict("issues.create", None), None);
-        assert_eq!(p.verdict("search", None), None);
-        let why = p.verdict("issues.delete_all", None).unwrap();
+        let p = policy(
+            &["issues.*", "search"],
+            &["issues.delete*"],
+            Destructive::Deny,
+        );
+        assert_eq!(p.verdict("issues.create", None), Verdict::Allow);
+        assert_eq!(p.verdict("search", None), Verdict::Allow);
+        let why = denied(p.verdict("issues.delete_all", None));
         assert!(
             why.contains("servers.s.deny") && why.contains("issues.delete*"),
             "{why}"
         );
-        let why = p.verdict("repos.list", None).unwrap();
+        let why = denied(p.verdict("repos.list", None));
         assert!(why.contains("not in servers.s.allow"), "{why}");
     }
 
     #[test]
     fn destructive_tools_need_consent() {
-        let p = policy(&[], &[], false);
+        let p = policy(&[], &[], Destructive::Deny);
         let destructive = json!({"destructiveHint": true});
-        assert!(
-            p.verdict("wipe", Some(&destructive))
-                .unwrap()
-                .contains("allow_destructive")
-        );
+        assert!(denied(p.verdict("wipe", Some(&destructive))).contains("allow_destructive"));
         assert_eq!(
             p.verdict("wipe", Some(&json!({"destructiveHint": false}))),
-            None
+            Verdict::Allow
         );
-        assert_eq!(p.verdict("read", None), None);
-        let p = policy(&[], &[], true);
-        assert_eq!(p.verdict("wipe", Some(&destructive)), None);
+        assert_eq!(p.verdict("read", None), Verdict::Allow);
+        let p = policy(&[], &[], Destructive::Allow);
+        assert_eq!(p.verdict("wipe", Some(&destructive)), Verdict::Allow);
+        let p = policy(&[], &[], Destructive::Ask);
+        assert!(
+            matches!(p.verdict("wipe", Some(&destructive)), Verdict::Ask(why) if why.contains("\"ask\""))
+        );
+        assert_eq!(p.verdict("read", None), Verdict::Allow);
+    }
+
+    /// `confirm` asks for matching tools whatever their annotations; `deny`
+    /// still wins over it.
+    #[test]
+    fn confirm_globs_ask_and_deny_still_wins() {
+        let p = policy(&[], &["drop_*"], Destructive::Deny)
+            .with_confirm(&["send_*".into(), "drop_*".into()])
+            .unwrap();
+        assert!(
+            matches!(p.verdict("send_mail", None), Verdict::Ask(why) if why.contains("send_*"))
+        );
+        assert!(matches!(p.verdict("drop_table", None), Verdict::Deny(_)));
+        assert_eq!(p.verdict("read", None), Verdict::Allow);
     }
 
     #[test]

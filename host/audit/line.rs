@@ -40,6 +40,10 @@ pub struct Record<'a> {
     pub operations_dropped: u64,
     /// Wall time from arrival to answer, in milliseconds.
     pub duration_ms: f64,
+    /// Part of `duration_ms` spent waiting on the client (a person
+    /// answering an elicitation or an approval, the client's model
+    /// sampling), which the execution's time limit does not count.
+    pub waited_ms: f64,
     /// `ok`, `error`, or `cancelled` (the request was cancelled, or the
     /// client went away, before the execution finished).
     pub outcome: &'static str,
@@ -144,6 +148,7 @@ impl AuditLog {
             operations,
             operations_dropped,
             duration_ms: took.as_secs_f64() * 1000.0,
+            waited_ms: report.map_or(0.0, |r| r.stats.waited_micros as f64 / 1000.0),
             outcome,
             error_kind,
             error_code,

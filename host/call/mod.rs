@@ -12,6 +12,8 @@
 //!                     the stash space the lock selects                (policy step below)
 //!            └ budget     max_tool_calls
 //!   ─ ─ ─ ─ ─ ─ ─ ─ ─ ─ the call counts and has an id from here
+//!               └ approval       the person, when the policy says "ask"
+//!                                (crate::relay::approve)
 //!               └ rate limit     the server's calls_per_minute      (guard.rs)
 //!                  └ circuit breaker                                  (breaker.rs)
 //!   ─ ─ ─ ─ ─ ─ ─ ─ ─ ─ the rest runs while the script awaits
@@ -21,8 +23,9 @@
 //!
 //! Up to the budget, a refusal reaches the script at once, without a call id
 //! and without costing a call. From the budget on, the call has an id: the
-//! rate limit and the breaker still decide at once, but their refusal is
-//! that call's outcome, as the downstream's answer would be.
+//! rate limit and the breaker still decide at once (after the person, for a
+//! call that needs approval), but their refusal is that call's outcome, as
+//! the downstream's answer would be.
 //! Stash operations stop after the policy step: they are local. Manifest
 //! reads (`manifest.*`) are not operations: they read the execution's
 //! snapshot and change nothing, narrowed by the strict-group lock
@@ -58,6 +61,7 @@ use crate::audit::trail::SharedTrail;
 use crate::error::{ErrorCode, ForgeError};
 use crate::manifest::ManifestView;
 use crate::policy::GroupLock;
+use crate::relay::{Deadline, Upstream};
 use crate::state::Stash;
 
 pub use guard::Guards;
@@ -166,6 +170,18 @@ pub enum Route {
         /// The request.
         send: SendRequest,
     },
+    /// A target the call may go to once the person approves it: the
+    /// policy step asks (see [`crate::relay::approve`]).
+    Ask {
+        /// Why it needs approval, in the policy's words.
+        why: String,
+        /// The arguments, redacted, as JSON text, to show the person.
+        args: String,
+        /// As for [`Route::To`].
+        guards: Option<Arc<Guards>>,
+        /// As for [`Route::To`].
+        send: SendRequest,
+    },
 }
 
 /// What a call is aimed at, for [`Servers::route`].
@@ -250,16 +266,35 @@ pub struct ExecutionContext {
     /// [`crate::audit`]); `None` records nothing, at no cost. Shared, so
     /// the operations are there even if the execution is cancelled.
     pub audit: Option<SharedTrail>,
+    /// The execution's deadline: started by the sandbox when it has a
+    /// slot, paused while the execution waits on its client.
+    pub deadline: Arc<Deadline>,
+    /// The client that started the execution, for what downstream servers
+    /// send back during its calls and for approvals; `None` for executions
+    /// without an MCP client (`quickforge run`, tests).
+    pub upstream: Option<Arc<Upstream>>,
+}
+
+impl ExecutionContext {
+    /// `self`, for an execution started by `upstream`'s client, on its
+    /// deadline.
+    pub fn for_upstream(mut self, upstream: Arc<Upstream>) -> ExecutionContext {
+        self.deadline = upstream.deadline().clone();
+        self.upstream = Some(upstream);
+        self
+    }
 }
 
 impl Default for ExecutionContext {
-    /// No downstream servers and a fresh, private stash.
+    /// No downstream servers, a fresh, private stash, no client.
     fn default() -> Self {
         ExecutionContext {
             servers: Arc::new(NoServers),
             manifest: Arc::new(NoServers),
             stash: Arc::default(),
             audit: None,
+            deadline: Arc::default(),
+            upstream: None,
         }
     }
 }
@@ -382,8 +417,14 @@ impl Pipeline {
         route: Route,
     ) -> Result<Started, ForgeError> {
         // policy
-        let (guards, send) = match route {
-            Route::To { guards, send } => (guards, send),
+        let (guards, send, ask) = match route {
+            Route::To { guards, send } => (guards, send, None),
+            Route::Ask {
+                why,
+                args,
+                guards,
+                send,
+            } => (guards, send, Some((why, args))),
             Route::Denied(why) => {
                 let what = match tool {
                     Some(tool) => format!("{server}.{tool}"),
@@ -409,10 +450,28 @@ impl Pipeline {
         }
         self.calls += 1;
         let id = self.calls;
-        // rate limit, breaker, then (running) in-flight, timeout, downstream.
-        // A counted call has an id: a refusal from here on is its outcome.
-        let running =
-            guard::run(guards, send).unwrap_or_else(|refused| Box::pin(async { Err(refused) }));
+        // (approval,) rate limit, breaker, then (running) in-flight,
+        // timeout, downstream. A counted call has an id: a refusal from here
+        // on is its outcome.
+        let running = match ask {
+            None => {
+                guard::run(guards, send).unwrap_or_else(|refused| Box::pin(async { Err(refused) }))
+            }
+            Some((why, args)) => {
+                let upstream = self.cx.upstream.clone();
+                let (server, tool) = (server.to_string(), tool.unwrap_or_default().to_string());
+                Box::pin(async move {
+                    let question = crate::relay::approve::Question {
+                        server: &server,
+                        tool: &tool,
+                        why: &why,
+                        args: &args,
+                    };
+                    crate::relay::approve::approve(upstream.as_deref(), question).await?;
+                    guard::run(guards, send)?.await
+                })
+            }
+        };
         Ok(Started::Running(id, encoded(id, running)))
     }
 }

@@ -97,6 +97,9 @@ pub struct Config {
     pub validate: bool,
     /// `[audit]`, with `file` resolved against the config file's folder.
     pub audit: crate::audit::AuditConfig,
+    /// `[sandbox] max_wait_secs` and `max_waiting`: how long and how many
+    /// executions may wait on their clients.
+    pub relay: crate::relay::RelayLimits,
 }
 
 impl Default for Config {
@@ -115,6 +118,7 @@ impl Default for Config {
             executions_per_minute: None,
             validate: true,
             audit: crate::audit::AuditConfig::default(),
+            relay: crate::relay::RelayLimits::for_slots(SandboxLimits::default().max_concurrent),
         }
     }
 }
@@ -220,6 +224,8 @@ struct RawSandbox {
     max_log_bytes: usize,
     cache_dir: Option<PathBuf>,
     max_executions_per_minute: Option<u32>,
+    max_wait_secs: Option<u64>,
+    max_waiting: Option<usize>,
     validate: bool,
     /// Forgemax's choice of isolation; accepted so its configs load, and
     /// ignored: quickforge always runs each script in its own Wasm instance.
@@ -250,6 +256,8 @@ impl Default for RawSandbox {
             max_log_bytes: d.max_log_bytes,
             cache_dir: None,
             max_executions_per_minute: None,
+            max_wait_secs: None,
+            max_waiting: None,
             validate: true,
             execution_mode: None,
             stash: StashLimits::default(),
@@ -260,6 +268,10 @@ impl Default for RawSandbox {
 /// Largest `timeout_secs`: ten minutes. Longer scripts hold a slot and the
 /// client's turn for too long; split the work instead.
 pub const MAX_TIMEOUT_SECS: f64 = 600.0;
+/// Largest `max_wait_secs`: one hour. An execution waiting on a person
+/// holds its slot and its instance's memory; a question unanswered for an
+/// hour has been abandoned.
+pub const MAX_WAIT_SECS: u64 = 3600;
 /// Largest `max_heap_mb`: 4 GiB, the most a 32-bit Wasm memory can address.
 pub const MAX_HEAP_MB: u64 = 4096;
 
@@ -443,6 +455,30 @@ impl Config {
                 )
             })?),
         };
+        let mut relay = crate::relay::RelayLimits::for_slots(s.max_concurrent);
+        match s.max_wait_secs {
+            Some(secs) if !(1..=MAX_WAIT_SECS).contains(&secs) => {
+                return Err(invalid(
+                    "max_wait_secs",
+                    format!("must be from 1 to {MAX_WAIT_SECS}, got {secs}"),
+                ));
+            }
+            Some(secs) => relay.max_wait = Duration::from_secs(secs),
+            None => {}
+        }
+        match s.max_waiting {
+            Some(n) if !(1..=s.max_concurrent).contains(&n) => {
+                return Err(invalid(
+                    "max_waiting",
+                    format!(
+                        "must be from 1 to max_concurrent ({}), got {n}",
+                        s.max_concurrent
+                    ),
+                ));
+            }
+            Some(n) => relay.max_waiting = n,
+            None => {}
+        }
         let audit = resolve_audit(raw.audit, base_dir, path, &located, lookup)?;
         if let Some(mode) = &s.execution_mode {
             tracing::warn!(
@@ -475,6 +511,7 @@ impl Config {
             executions_per_minute,
             validate: s.validate,
             audit,
+            relay,
         })
     }
 }

@@ -14,7 +14,7 @@ use toml::Spanned;
 
 use super::expand::{ExpandError, expand};
 pub use crate::policy::Isolation;
-use crate::policy::ToolPolicy;
+use crate::policy::{Destructive, ToolPolicy};
 
 /// Longest server or group name. Names appear in scripts and messages.
 pub const MAX_NAME_LEN: usize = 64;
@@ -106,6 +106,16 @@ pub struct ServerConfig {
     /// Calls a minute to this server, across all executions; `None`: no
     /// limit.
     pub calls_per_minute: Option<std::num::NonZeroU32>,
+    /// `sampling`: whether the server may ask the client's model for a
+    /// completion (`sampling/createMessage`) through quickforge. On by
+    /// default, as a client connected directly would allow it; the client
+    /// still shows each request to its person. Off, the server gets the
+    /// specification's error: sampling spends the user's tokens.
+    pub sampling: bool,
+    /// `roots`: the roots (URIs) the server sees in `roots/list` when no
+    /// client can be asked (over HTTP with several clients, outside any
+    /// call). Empty by default.
+    pub roots: Vec<String>,
 }
 
 /// How quickforge talks to a server.
@@ -215,11 +225,24 @@ pub(super) struct RawServer {
     allow: Vec<Spanned<String>>,
     #[serde(default)]
     deny: Vec<Spanned<String>>,
-    allow_destructive: Option<bool>,
+    allow_destructive: Option<Spanned<AllowDestructive>>,
+    #[serde(default)]
+    confirm: Vec<Spanned<String>>,
+    sampling: Option<bool>,
+    #[serde(default)]
+    roots: Vec<Spanned<String>>,
     calls_per_minute: Option<Spanned<u32>>,
     #[serde(default)]
     env: BTreeMap<String, Spanned<String>>,
     cwd: Option<Spanned<String>>,
+}
+
+/// `allow_destructive`: `true`, `false` or `"ask"`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum AllowDestructive {
+    Flag(bool),
+    Word(String),
 }
 
 #[derive(Debug, Deserialize)]
@@ -619,7 +642,37 @@ fn server(
             }
         },
     };
-    let policy = ToolPolicy::new(&name, &allow, &deny, raw.allow_destructive.unwrap_or(false))
+    let confirm = globs(raw.confirm, "confirm")?;
+    let destructive = match raw.allow_destructive {
+        None => Destructive::Deny,
+        Some(d) => match d.get_ref() {
+            AllowDestructive::Flag(true) => Destructive::Allow,
+            AllowDestructive::Flag(false) => Destructive::Deny,
+            AllowDestructive::Word(w) if w == "ask" => Destructive::Ask,
+            AllowDestructive::Word(w) => {
+                return Err(report.at(
+                    d.span(),
+                    key("allow_destructive"),
+                    format!("must be true, false or \"ask\", got {w:?}"),
+                ));
+            }
+        },
+    };
+    let mut roots = Vec::new();
+    for (i, root) in raw.roots.into_iter().enumerate() {
+        let span = root.span();
+        let uri = root.into_inner();
+        if url::Url::parse(&uri).is_err() {
+            return Err(report.at(
+                span,
+                key(&format!("roots[{i}]")),
+                format!("must be a URI such as \"file:///home/me/project\", got {uri:?}"),
+            ));
+        }
+        roots.push(uri);
+    }
+    let policy = ToolPolicy::new(&name, &allow, &deny, destructive)
+        .and_then(|p| p.with_confirm(&confirm))
         .map_err(|e| {
             report.at(
                 0..0,
@@ -639,5 +692,7 @@ fn server(
         circuit_breaker: raw.circuit_breaker.unwrap_or(true),
         failure_threshold,
         recovery_timeout,
+        sampling: raw.sampling.unwrap_or(true),
+        roots,
     })
 }

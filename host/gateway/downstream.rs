@@ -8,27 +8,26 @@ use std::time::Duration;
 
 use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use rmcp::model::{
-    ClientCapabilities, ClientConfig, ClientRequest, Implementation, ProtocolVersion,
-    ReadResourceRequest, ReadResourceRequestParams, ServerResult,
-};
-use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::model::{ClientRequest, ReadResourceRequest, ReadResourceRequestParams, ServerResult};
+use rmcp::service::{PeerRequestOptions, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClientTransportConfig, StreamableHttpError,
 };
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceError};
+use rmcp::{Peer, RoleClient, ServiceError};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::broken::Broken;
 use super::convert;
 use super::era::{self, EraMemory};
+use super::handler::Handler;
 use super::limited_http::LimitedHttp;
 use super::sse::SseTransport;
 use crate::config::{INHERITED_ENV, ServerConfig, Transport};
 use crate::error::{ErrorCode, ForgeError};
+use crate::relay::{Relay, Tracked, Upstream};
 
 /// Room above a server's `max_response_mb` for rmcp's own line limit, so
 /// quickforge's check (which names the limit) always fires first.
@@ -106,35 +105,6 @@ impl RefreshSet {
     }
 }
 
-/// The rmcp client handler of one session: it knows its server's name and
-/// forwards list-change notifications to the gateway.
-#[derive(Clone)]
-pub struct Handler {
-    server: Arc<str>,
-    refresh: Arc<RefreshSet>,
-}
-
-impl ClientHandler for Handler {
-    fn get_info(&self) -> ClientConfig {
-        // The tasks extension is declared because `kinds::await_task` polls
-        // the tasks a server starts; a conforming server starts none for a
-        // client that does not declare it.
-        ClientConfig::new(
-            ClientCapabilities::builder().enable_tasks().build(),
-            Implementation::new("quickforge", env!("CARGO_PKG_VERSION")),
-        )
-        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
-    }
-
-    async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {
-        self.refresh.push(&self.server);
-    }
-
-    async fn on_resource_list_changed(&self, _cx: NotificationContext<RoleClient>) {
-        self.refresh.push(&self.server);
-    }
-}
-
 /// A live session with one server.
 pub struct Connection {
     /// Sends requests.
@@ -146,6 +116,9 @@ pub struct Connection {
     broken: Broken,
     cancel: std::sync::Mutex<Option<rmcp::service::RunningServiceCancellationToken>>,
     child: Option<ChildGuard>,
+    /// Where the requests a script has in flight here are known, so that
+    /// what the server sends about them finds the script's client.
+    relay: Arc<Relay>,
 }
 
 impl Connection {
@@ -320,11 +293,15 @@ fn spawn(config: &ServerConfig) -> Result<(StdioTransport, ChildGuard, Broken), 
 pub async fn connect(
     config: &ServerConfig,
     refresh: Arc<RefreshSet>,
+    relay: Arc<Relay>,
     era: &EraMemory,
 ) -> Result<Connection, String> {
     let handler = Handler {
         server: config.name.as_str().into(),
         refresh,
+        relay,
+        sampling: config.sampling,
+        roots: config.roots.clone().into(),
     };
     match &config.transport {
         Transport::Stdio { command, .. } => {
@@ -418,7 +395,9 @@ fn finish(
     broken: Broken,
 ) -> Connection {
     let instructions = service.peer_info().and_then(|i| i.instructions.clone());
+    let relay = service.service().relay.clone();
     Connection {
+        relay,
         peer: service.peer().clone(),
         instructions,
         cancel: std::sync::Mutex::new(Some(service.cancellation_token())),
@@ -622,6 +601,28 @@ pub(super) async fn send(
     request: ClientRequest,
     timeout: Duration,
 ) -> Result<ServerResult, ForgeError> {
+    send_tracked(conn, server, request, timeout, None)
+        .await
+        .map(|(result, _)| result)
+}
+
+/// A script's request, as the relay tracks it: the tool, and the client of
+/// the execution that made it.
+pub(super) struct Track<'a> {
+    pub tool: &'a str,
+    pub upstream: Arc<Upstream>,
+}
+
+/// [`send`], with the request known to the relay while it is in flight, and
+/// after, as long as the caller keeps the returned guard (a task the call
+/// started still belongs to the call).
+pub(super) async fn send_tracked(
+    conn: &Connection,
+    server: &str,
+    request: ClientRequest,
+    timeout: Duration,
+    track: Option<Track<'_>>,
+) -> Result<(ServerResult, Option<Tracked>), ForgeError> {
     let fail = |e| {
         // A session quickforge reset itself says why.
         match conn.broken.reason() {
@@ -637,6 +638,15 @@ pub(super) async fn send(
         .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
         .await
         .map_err(fail)?;
+    let tracked = track.map(|t| {
+        conn.relay.track(
+            server,
+            t.tool,
+            handle.id.clone(),
+            handle.progress_token.clone(),
+            t.upstream,
+        )
+    });
     let mut pending = CancelOnDrop {
         peer: Some(conn.peer.clone()),
         id: handle.id.clone(),
@@ -644,7 +654,7 @@ pub(super) async fn send(
     let answer = handle.await_response().await;
     // Answered, or timed out (rmcp has then sent the cancellation itself).
     pending.peer = None;
-    answer.map_err(fail)
+    answer.map(|a| (a, tracked)).map_err(fail)
 }
 
 /// Cancels a request on its server when the call waiting for it is dropped

@@ -14,20 +14,43 @@ use rmcp::{Peer, RoleClient};
 use serde_json::Value;
 
 use super::convert;
-use super::downstream::{Connection, send, unexpected};
+use super::downstream::{Connection, Track, send, send_tracked, unexpected};
 use crate::error::{ErrorCode, ForgeError};
+
+/// One script's `tools/call`, and where it goes.
+pub struct Call<'a> {
+    /// The server's live session.
+    pub conn: &'a Connection,
+    /// The server's name.
+    pub server: &'a str,
+    /// The tool.
+    pub tool: &'a str,
+    /// The server's `timeout_secs`.
+    pub timeout: Duration,
+    /// The client of the execution that makes it, for what the server sends
+    /// back while it runs; `None` without one.
+    pub upstream: Option<std::sync::Arc<crate::relay::Upstream>>,
+}
 
 /// Sends `tools/call` and converts the result.
 pub async fn call_tool(
-    conn: &Connection,
-    server: &str,
-    tool: &str,
+    call: Call<'_>,
     arguments: serde_json::Map<String, Value>,
-    timeout: Duration,
 ) -> Result<Value, ForgeError> {
+    let Call {
+        conn,
+        server,
+        tool,
+        timeout,
+        upstream,
+    } = call;
     let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    match send(conn, server, request, timeout).await? {
+    let track = upstream.map(|upstream| Track { tool, upstream });
+    // `_tracked` holds the call's place in the relay while a task it
+    // started runs, too.
+    let (result, _tracked) = send_tracked(conn, server, request, timeout, track).await?;
+    match result {
         ServerResult::CallToolResult(result) => {
             let json = serde_json::to_value(&result).map_err(|e| {
                 ForgeError::new(ErrorCode::InvalidResponse, format!("{server}.{tool}: {e}"))

@@ -15,11 +15,13 @@ mod broken;
 pub mod convert;
 mod downstream;
 mod era;
+mod handler;
 mod kinds;
 mod limited_http;
 mod router;
 mod sse;
 mod supervise;
+mod surface;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -34,6 +36,7 @@ use crate::call::breaker::Breaker;
 use crate::config::{Config, ServerConfig};
 use crate::manifest::{Manifest, ServerEntry, ServerStatus, Snapshot};
 use crate::policy::{RateLimit, ServerGroup};
+use crate::relay::{Relay, Upstream};
 
 pub use downstream::{Connection, RefreshSet};
 pub use router::Router;
@@ -101,6 +104,9 @@ pub struct Gateway {
     /// watch channel altogether.
     started: std::sync::atomic::AtomicBool,
     shutdown: CancellationToken,
+    /// Which execution has which requests in flight, for what servers send
+    /// back (see [`crate::relay`]).
+    pub relay: Arc<Relay>,
 }
 
 impl Gateway {
@@ -134,6 +140,7 @@ impl Gateway {
             pending,
             started: std::sync::atomic::AtomicBool::new(false),
             shutdown: CancellationToken::new(),
+            relay: Arc::new(Relay::new(config.relay)),
         });
         let permits = Arc::new(Semaphore::new(MAX_PARALLEL_CONNECTS));
         for server in gateway.servers.values() {
@@ -213,10 +220,27 @@ impl Gateway {
     }
 
     /// The servers of one execution, routed over `snapshot`.
-    pub fn router(self: &Arc<Self>, snapshot: &Snapshot) -> Router {
+    pub fn router(
+        self: &Arc<Self>,
+        snapshot: &Snapshot,
+        upstream: Option<Arc<Upstream>>,
+    ) -> Router {
         Router {
             gateway: self.clone(),
             manifest: snapshot.0.clone(),
+            upstream,
+        }
+    }
+
+    /// Tells every connected server that the client's roots changed
+    /// (`notifications/roots/list_changed`); each asks again.
+    pub async fn roots_changed(&self) {
+        for server in self.servers.values() {
+            if let Some(conn) = server.connection()
+                && let Err(e) = conn.peer.notify_roots_list_changed().await
+            {
+                tracing::debug!(server = %server.config.name, "could not relay roots/list_changed: {e}");
+            }
         }
     }
 
@@ -225,35 +249,52 @@ impl Gateway {
         self.manifest.rcu(|m| m.with_server(entry.clone()));
     }
 
-    /// Lists `server`'s tools and resources into the manifest.
+    /// Lists `server`'s tools, resources, resource templates and prompts
+    /// into the manifest; the clients hear when its prompts or resources
+    /// changed.
     async fn list(&self, server: &Server, conn: &Connection) -> Result<(), String> {
         let timeout = server.config.timeout;
+        let name = &server.config.name;
         let tools = tokio::time::timeout(timeout, conn.peer.list_all_tools())
             .await
             .map_err(|_| format!("tools/list took longer than {} s", timeout.as_secs_f64()))?
             .map_err(|e| format!("tools/list failed: {e}"))?;
-        let supports_resources = conn
-            .peer
-            .peer_info()
-            .is_some_and(|i| i.capabilities.resources.is_some());
-        let mut resources = Vec::new();
-        if supports_resources {
-            match tokio::time::timeout(timeout, conn.peer.list_all_resources()).await {
-                Ok(Ok(list)) => resources = list,
-                Ok(Err(e)) => {
-                    tracing::warn!(server = %server.config.name, "resources/list failed: {e}")
-                }
-                Err(_) => tracing::warn!(server = %server.config.name, "resources/list timed out"),
-            }
+        let caps = conn.peer.peer_info().map(|i| i.capabilities.clone());
+        let has = |f: fn(&rmcp::model::ServerCapabilities) -> bool| caps.as_ref().is_some_and(f);
+        let mut listed = crate::manifest::listing::Listed {
+            tools,
+            ..Default::default()
+        };
+        if has(|c| c.resources.is_some()) {
+            listed.resources = optional(
+                name,
+                "resources/list",
+                timeout,
+                conn.peer.list_all_resources(),
+            )
+            .await;
+            listed.templates = optional(
+                name,
+                "resources/templates/list",
+                timeout,
+                conn.peer.list_all_resource_templates(),
+            )
+            .await;
         }
-        let entry = crate::manifest::listing::entry(
-            &server.config,
-            conn.instructions.as_deref(),
-            &tools,
-            &resources,
-        );
-        tracing::info!(server = %server.config.name, tools = entry.tools.len(), resources = entry.resources.len(), "manifest updated");
+        if has(|c| c.prompts.is_some()) {
+            listed.prompts =
+                optional(name, "prompts/list", timeout, conn.peer.list_all_prompts()).await;
+        }
+        let entry =
+            crate::manifest::listing::entry(&server.config, conn.instructions.as_deref(), listed);
+        tracing::info!(server = %name, tools = entry.tools.len(), resources = entry.resources.len(), prompts = entry.prompts.len(), "manifest updated");
+        let old = self.manifest().server(name).cloned();
+        let changed =
+            |f: fn(&ServerEntry) -> String| old.as_deref().is_none_or(|o| f(o) != f(&entry));
+        let prompts = changed(|e| format!("{:?}", e.prompts));
+        let resources = changed(|e| format!("{:?}{:?}", e.resources, e.templates));
         self.set_entry(entry);
+        self.relay.lists_changed(prompts, resources);
         Ok(())
     }
 
@@ -271,8 +312,32 @@ impl Gateway {
         if let Some(old) = old {
             entry.tools = old.tools.clone();
             entry.resources = old.resources.clone();
+            entry.prompts = old.prompts.clone();
+            entry.templates = old.templates.clone();
         }
         self.set_entry(entry);
+    }
+}
+
+/// What an optional list request (`resources/list`, `prompts/list`, …)
+/// gave, or nothing, with a warning, when it failed or took longer than
+/// `timeout`: the server's tools are still worth having.
+async fn optional<T>(
+    server: &str,
+    what: &str,
+    timeout: Duration,
+    list: impl std::future::Future<Output = Result<Vec<T>, rmcp::ServiceError>>,
+) -> Vec<T> {
+    match tokio::time::timeout(timeout, list).await {
+        Ok(Ok(list)) => list,
+        Ok(Err(e)) => {
+            tracing::warn!(server, "{what} failed: {e}");
+            Vec::new()
+        }
+        Err(_) => {
+            tracing::warn!(server, "{what} timed out");
+            Vec::new()
+        }
     }
 }
 

@@ -13,12 +13,16 @@ use crate::call::{BoxFuture, Route, Servers, Target};
 use crate::error::{ErrorCode, ForgeError};
 use crate::manifest::{Lookup, Manifest, ServerEntry, ServerStatus};
 use crate::policy::Isolation;
+use crate::relay::Upstream;
 
 /// Routes one execution's calls (the pipeline's route step, see
 /// [`crate::call`]) over the manifest snapshot the execution started with.
 pub struct Router {
     pub(super) gateway: Arc<Gateway>,
     pub(super) manifest: Arc<Manifest>,
+    /// The client of the execution, for what servers send back during its
+    /// calls; `None` without one.
+    pub(super) upstream: Option<Arc<Upstream>>,
 }
 
 impl Router {
@@ -80,11 +84,33 @@ impl Servers for Router {
                 let Value::Object(args) = args else {
                     unreachable!("built as an object above")
                 };
+                let confirm = entry.confirm.get(tool).map(|why| {
+                    let mut shown = Value::Object(args.clone());
+                    crate::redact::redact_json(&mut shown);
+                    (why.clone(), shown.to_string())
+                });
                 let tool = tool.to_string();
-                self.to_server(server, entry, move |conn, server, timeout| {
+                let upstream = self.upstream.clone();
+                let route = self.to_server(server, entry, move |conn, server, timeout| {
                     Box::pin(async move {
-                        super::kinds::call_tool(&conn, &server, &tool, args, timeout).await
+                        let call = super::kinds::Call {
+                            conn: &conn,
+                            server: &server,
+                            tool: &tool,
+                            timeout,
+                            upstream,
+                        };
+                        super::kinds::call_tool(call, args).await
                     })
+                })?;
+                Ok(match (route, confirm) {
+                    (Route::To { guards, send }, Some((why, args))) => Route::Ask {
+                        why,
+                        args,
+                        guards,
+                        send,
+                    },
+                    (route, _) => route,
                 })
             }
             Target::Resource { server, uri } => {

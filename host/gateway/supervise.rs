@@ -56,8 +56,8 @@ pub(super) async fn supervise(
     let mut backoff = BACKOFF.build();
     let mut first = true;
     loop {
-        let events = match gateway.upgrade() {
-            Some(g) => g.refresh.clone(),
+        let (events, relay) = match gateway.upgrade() {
+            Some(g) => (g.refresh.clone(), g.relay.clone()),
             None => return,
         };
         let attempt = {
@@ -69,7 +69,7 @@ pub(super) async fn supervise(
             }
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                r = tokio::time::timeout(limit, downstream::connect(&server.config, events, &server.era)) => {
+                r = tokio::time::timeout(limit, downstream::connect(&server.config, events, relay, &server.era)) => {
                     r.unwrap_or_else(|_| Err(format!("no MCP handshake within {} s", limit.as_secs_f64())))
                 }
             }

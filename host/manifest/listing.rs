@@ -7,19 +7,58 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rmcp::model::{Resource, Tool};
+use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
 
 use super::{ResourceEntry, ServerEntry, ServerStatus, ToolEntry};
 use crate::config::ServerConfig;
+use crate::policy::Verdict;
 
-/// The entry of `config`'s server, ready, from its `tools` and `resources`
-/// lists and the `instructions` it sent at initialize.
-pub fn entry(
-    config: &ServerConfig,
-    instructions: Option<&str>,
-    tools: &[Tool],
-    resources: &[Resource],
-) -> ServerEntry {
+/// What a server listed.
+#[derive(Default)]
+pub struct Listed {
+    /// `tools/list`.
+    pub tools: Vec<Tool>,
+    /// `resources/list`.
+    pub resources: Vec<Resource>,
+    /// `resources/templates/list`.
+    pub templates: Vec<ResourceTemplate>,
+    /// `prompts/list`.
+    pub prompts: Vec<Prompt>,
+}
+
+/// Longest description of a prompt, a prompt argument or a resource
+/// template kept for the surface, in characters: as for a tool's.
+const MAX_SURFACE_DESCRIPTION: usize = super::sanitize::MAX_DESCRIPTION;
+
+/// `text` cleaned like a tool's description (instruction-like text, hidden
+/// characters, length).
+fn clean(text: &mut Option<String>) {
+    if let Some(t) = text.as_mut() {
+        *t = super::sanitize::clean_text(t, MAX_SURFACE_DESCRIPTION).text;
+    }
+}
+
+/// The entry of `config`'s server, ready, from what it `listed` and the
+/// `instructions` it sent at initialize.
+pub fn entry(config: &ServerConfig, instructions: Option<&str>, listed: Listed) -> ServerEntry {
+    let Listed {
+        tools,
+        resources,
+        mut templates,
+        mut prompts,
+    } = listed;
+    let (tools, resources) = (&tools[..], &resources[..]);
+    for p in &mut prompts {
+        clean(&mut p.description);
+        for a in p.arguments.iter_mut().flatten() {
+            clean(&mut a.description);
+        }
+    }
+    prompts.sort_by(|a, b| a.name.cmp(&b.name));
+    prompts.dedup_by(|a, b| a.name == b.name);
+    for t in &mut templates {
+        clean(&mut t.description);
+    }
     let mut tools: Vec<Arc<ToolEntry>> = tools
         .iter()
         .filter_map(|t| serde_json::to_value(t).ok())
@@ -40,10 +79,15 @@ pub fn entry(
     tools.sort_by(|a, b| a.name.cmp(&b.name));
     tools.dedup_by(|a, b| a.name == b.name);
     let mut denied = BTreeMap::new();
+    let mut confirm = BTreeMap::new();
     tools.retain(
         |t| match config.policy.verdict(&t.name, t.annotations.as_ref()) {
-            None => true,
-            Some(why) => {
+            Verdict::Allow => true,
+            Verdict::Ask(why) => {
+                confirm.insert(t.name.clone(), why);
+                true
+            }
+            Verdict::Deny(why) => {
                 denied.insert(t.name.clone(), why);
                 false
             }
@@ -65,5 +109,8 @@ pub fn entry(
     entry.tools = tools;
     entry.resources = resources;
     entry.denied = denied;
+    entry.confirm = confirm;
+    entry.prompts = prompts;
+    entry.templates = templates;
     entry
 }

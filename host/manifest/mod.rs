@@ -271,6 +271,14 @@ pub struct ServerEntry {
     /// Tools its policy refuses, by name, with the reason. They are hidden
     /// from every manifest answer; calling one is `POLICY_DENIED`.
     pub denied: std::collections::BTreeMap<String, String>,
+    /// Tools its policy lets through only with the person's approval, by
+    /// name, with the reason (`allow_destructive = "ask"`, `confirm`).
+    pub confirm: std::collections::BTreeMap<String, String>,
+    /// Its prompts, as it listed them (descriptions cleaned), for
+    /// quickforge's own `prompts/list`.
+    pub prompts: Vec<rmcp::model::Prompt>,
+    /// Its resource templates, as it listed them (descriptions cleaned).
+    pub templates: Vec<rmcp::model::ResourceTemplate>,
 }
 
 impl ServerEntry {
@@ -283,6 +291,9 @@ impl ServerEntry {
             tools: Vec::new(),
             resources: Vec::new(),
             denied: Default::default(),
+            confirm: Default::default(),
+            prompts: Vec::new(),
+            templates: Vec::new(),
         }
     }
 

@@ -103,7 +103,11 @@ async fn snapshot(engine: &Engine, linker: &Linker<ExecutionState>) -> anyhow::R
             ExecutionContext::default(),
             &limits,
             // Initialization calls no import; no deadline applies.
-            std::time::Instant::now() + std::time::Duration::from_secs(24 * 3600),
+            {
+                let deadline = std::sync::Arc::new(crate::relay::Deadline::default());
+                deadline.start(std::time::Duration::from_secs(24 * 3600));
+                deadline
+            },
         ),
     );
     store.set_fuel(u64::MAX).map_err(anyhow::Error::from)?;

@@ -22,7 +22,10 @@
 //! clock or answer from an empty context (no environment, closed stdio):
 //! each is bounded and a few nanoseconds to microseconds of host work.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use crate::relay::Deadline;
 
 /// Host time an execution may take on a tokio worker between two yields:
 /// the same ~1 ms the guest gets between fuel yields, so another execution
@@ -38,13 +41,13 @@ pub struct DeadlinePassed;
 /// One execution's meter of host work.
 #[derive(Debug)]
 pub struct HostMeter {
-    deadline: Instant,
+    deadline: Arc<Deadline>,
     since_yield: Duration,
 }
 
 impl HostMeter {
     /// A meter for an execution that must end by `deadline`.
-    pub fn new(deadline: Instant) -> HostMeter {
+    pub fn new(deadline: Arc<Deadline>) -> HostMeter {
         HostMeter {
             deadline,
             since_yield: Duration::ZERO,
@@ -54,11 +57,10 @@ impl HostMeter {
     /// Called as an import starts: the time it started, or the
     /// [`DeadlinePassed`] trap.
     pub fn enter(&self) -> wasmtime::Result<Instant> {
-        let now = Instant::now();
-        if now >= self.deadline {
+        if self.deadline.passed() {
             return Err(wasmtime::Error::new(DeadlinePassed));
         }
-        Ok(now)
+        Ok(Instant::now())
     }
 
     /// Called as an import that [`enter`](Self::enter)ed at `started`
@@ -83,13 +85,19 @@ impl HostMeter {
 mod tests {
     use super::*;
 
-    #[test]
-    fn entering_after_the_deadline_is_a_deadline_trap() {
-        let meter = HostMeter::new(Instant::now() - Duration::from_millis(1));
+    fn deadline(limit: Duration) -> Arc<Deadline> {
+        let d = Arc::new(Deadline::default());
+        d.start(limit);
+        d
+    }
+
+    #[tokio::test]
+    async fn entering_after_the_deadline_is_a_deadline_trap() {
+        let meter = HostMeter::new(deadline(Duration::ZERO));
         let trap = meter.enter().unwrap_err();
         assert!(trap.downcast_ref::<DeadlinePassed>().is_some());
         assert!(
-            HostMeter::new(Instant::now() + Duration::from_secs(5))
+            HostMeter::new(deadline(Duration::from_secs(5)))
                 .enter()
                 .is_ok()
         );
@@ -97,7 +105,7 @@ mod tests {
 
     #[tokio::test]
     async fn long_host_work_resets_the_count_by_yielding() {
-        let mut meter = HostMeter::new(Instant::now() + Duration::from_secs(5));
+        let mut meter = HostMeter::new(deadline(Duration::from_secs(5)));
         let t = meter.enter().unwrap();
         std::thread::sleep(HOST_YIELD_AFTER * 2);
         meter.leave(t).await;

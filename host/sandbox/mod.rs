@@ -51,6 +51,7 @@ pub use output::json_len;
 use crate::call::{BoxFuture, CallLimits, Pipeline};
 pub use crate::call::{ExecutionContext, Mode};
 use crate::error::{Code, ErrorCode, ErrorKind, ExecutionError, ForgeError};
+use crate::relay::Deadline;
 use meter::HostMeter;
 
 /// Bindings generated from `wit/`, the single source of truth of the
@@ -139,6 +140,10 @@ pub struct Stats {
     pub logs_dropped: u32,
     /// Bytes of JSON cut from a result over `max_output_size` (0 when it fit).
     pub output_cut: u64,
+    /// Part of `micros` spent waiting on the client (a person answering an
+    /// elicitation or an approval, the client's model sampling), which the
+    /// time limit does not count.
+    pub waited_micros: u64,
 }
 
 /// Everything one execution produced.
@@ -250,9 +255,12 @@ impl Sandbox {
                 );
             }
         };
-        // The time limit counts from when the execution gets its slot.
-        let deadline = Instant::now() + self.limits.timeout;
-        let mut store = self.store(mode, cx, deadline);
+        // The time limit counts from when the execution gets its slot, and
+        // stops while the execution waits on its client (see
+        // `relay::deadline`).
+        let deadline = cx.deadline.clone();
+        deadline.start(self.limits.timeout);
+        let mut store = self.store(mode, cx, deadline.clone());
         let options = wit::RunOptions {
             mode: match mode {
                 Mode::Search => wit::Mode::Search,
@@ -261,7 +269,7 @@ impl Sandbox {
             js_memory_limit: self.limits.js_memory_limit() as u64,
             max_output_bytes: self.limits.hard_output_limit() as u64,
         };
-        let outcome = tokio::time::timeout_at(deadline, async {
+        let run = async {
             let instance = self.pre.instantiate_async(&mut store).await?;
             let outcome = instance.call_run(&mut store, options, code).await?;
             // Calls the script started and never awaited still go out (a
@@ -269,8 +277,11 @@ impl Sandbox {
             // their results are dropped.
             while store.data_mut().calls.next().await.is_some() {}
             wasmtime::Result::Ok(outcome)
-        })
-        .await;
+        };
+        let outcome = tokio::select! {
+            outcome = run => Ok(outcome),
+            () = deadline.expired() => Err(()),
+        };
         let fuel = self
             .limits
             .max_fuel
@@ -280,11 +291,11 @@ impl Sandbox {
         // The instance's pool slot is free only once its store is gone.
         drop(permit);
         let result = match outcome {
-            Err(_elapsed) => Err(self.timeout_error()),
+            Err(()) => Err(self.timeout_error()),
             // Whatever arrives after the deadline (host work that ran past
             // it, a trap from an import entered too late) is a timeout: an
             // execution never finishes `ok` past its limit.
-            _ if Instant::now() >= deadline => Err(self.timeout_error()),
+            _ if deadline.passed() => Err(self.timeout_error()),
             Ok(Err(trap)) => Err(self.classify_trap(&trap, memory_denied)),
             // The script's own error text leaves through here: redacted,
             // like every error text (ForgeErrors were redacted on entry).
@@ -319,12 +330,18 @@ impl Sandbox {
                 micros: started.elapsed().as_micros() as u64,
                 logs_dropped: state.logs_dropped,
                 output_cut,
+                waited_micros: deadline.waited().as_micros() as u64,
             },
         }
     }
 
-    fn store(&self, mode: Mode, cx: ExecutionContext, deadline: Instant) -> Store<ExecutionState> {
-        let state = ExecutionState::new(mode, cx, &self.limits, deadline.into_std());
+    fn store(
+        &self,
+        mode: Mode,
+        cx: ExecutionContext,
+        deadline: Arc<Deadline>,
+    ) -> Store<ExecutionState> {
+        let state = ExecutionState::new(mode, cx, &self.limits, deadline);
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.memory);
         store
@@ -559,7 +576,7 @@ impl ExecutionState {
         mode: Mode,
         cx: ExecutionContext,
         limits: &SandboxLimits,
-        deadline: std::time::Instant,
+        deadline: Arc<Deadline>,
     ) -> Self {
         let call_limits = CallLimits {
             max_calls: limits.max_tool_calls,

@@ -284,6 +284,7 @@ fn execute(code: &str, plan: Plan) -> Report {
         manifest: planned,
         stash: Arc::new(Stash::default()),
         audit: None,
+        ..ExecutionContext::default()
     };
     runtime().block_on(run_with(Kind::Default, Mode::Execute, code, cx))
 }
@@ -375,6 +376,7 @@ proptest! {
             manifest: Arc::new(Planned(plan)),
             stash: Arc::new(Stash::default()),
             audit: None,
+            ..ExecutionContext::default()
         };
         let report = runtime().block_on(run_with(Kind::Default, Mode::Execute, &code, cx));
         let got = match &report.result {

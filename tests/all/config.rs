@@ -396,3 +396,41 @@ fn session_and_gateway_stash_caps_are_checked() {
     let e = error("[sandbox]\nmax_sessions = 0\n");
     assert!(e.contains("sandbox.max_sessions"), "{e}");
 }
+
+/// Issue 19: the approval, sampling, roots and waiting keys parse, have the
+/// documented defaults, and bad values are refused with the key named.
+#[test]
+fn approval_sampling_roots_and_waiting_keys_are_checked() {
+    let c = parse("[sandbox]\nmax_concurrent = 6\n").unwrap();
+    assert_eq!(c.relay.max_waiting, 3, "half of max_concurrent");
+    assert_eq!(c.relay.max_wait.as_secs(), 300);
+    let c = parse(
+        "[sandbox]\nmax_wait_secs = 60\nmax_waiting = 2\n[servers.a]\ncommand = \"x\"\nallow_destructive = \"ask\"\nconfirm = [\"send_*\"]\nsampling = false\nroots = [\"file:///srv/data\"]\n",
+    )
+    .unwrap();
+    assert_eq!((c.relay.max_wait.as_secs(), c.relay.max_waiting), (60, 2));
+    let a = &c.servers[0];
+    assert!(!a.sampling);
+    assert_eq!(a.roots, ["file:///srv/data"]);
+    assert_eq!(a.policy.confirm(), ["send_*"]);
+
+    let e = error("[servers.a]\ncommand = \"x\"\nallow_destructive = \"maybe\"\n");
+    assert!(
+        e.contains(":3") && e.contains("servers.a.allow_destructive") && e.contains("\"ask\""),
+        "{e}"
+    );
+    let e = error("[servers.a]\ncommand = \"x\"\nconfirm = [\"[\"]\n");
+    assert!(e.contains("servers.a.confirm[0]"), "{e}");
+    let e = error("[servers.a]\ncommand = \"x\"\nroots = [\"not a uri\"]\n");
+    assert!(
+        e.contains("servers.a.roots[0]") && e.contains("file:///"),
+        "{e}"
+    );
+    let e = error("[sandbox]\nmax_concurrent = 4\nmax_waiting = 5\n");
+    assert!(
+        e.contains("sandbox.max_waiting") && e.contains("from 1 to max_concurrent (4)"),
+        "{e}"
+    );
+    let e = error("[sandbox]\nmax_wait_secs = 0\n");
+    assert!(e.contains("sandbox.max_wait_secs"), "{e}");
+}

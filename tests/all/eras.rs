@@ -38,48 +38,29 @@ async fn python_sdk(wire: Wire, era: &str, steps: Value) -> Vec<Value> {
     let dir = scratch("eras-sdk");
     let config = write_config(&dir, "");
     let mut http = None;
-    let mut cmd = tokio::process::Command::new(servers_dir().join(".venv/bin/python"));
-    cmd.arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/sdk_client.py"))
-        .arg(era);
+    let quickforge = env!("CARGO_BIN_EXE_quickforge");
+    let mut args: Vec<std::ffi::OsString> = vec![era.into()];
     match wire {
         Wire::Http => {
             let (child, url) = serve_http(&config).await;
-            cmd.arg(url);
+            args.push(url.into());
             http = Some(child);
         }
         Wire::Stdio => {
-            cmd.arg("--")
-                .arg(env!("CARGO_BIN_EXE_quickforge"))
-                .arg("--config")
-                .arg(&config)
-                .arg("serve");
+            args.extend([
+                "--".into(),
+                quickforge.into(),
+                "--config".into(),
+                config.clone().into(),
+                "serve".into(),
+            ]);
         }
     }
-    let mut child = test_env(&mut cmd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the venv's python runs");
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(steps.to_string().as_bytes()).await.unwrap();
-    drop(stdin);
-    let out = tokio::time::timeout(CALL_BOUND, child.wait_with_output())
-        .await
-        .expect("the SDK client finished in time")
-        .unwrap();
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let lines = python_client("sdk_client.py", &args, &steps, CALL_BOUND).await;
     if let Some(mut server) = http {
         server.start_kill().unwrap();
     }
-    assert!(
-        out.status.success(),
-        "the SDK client failed ({era}, {wire:?})"
-    );
-    let lines: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     assert_eq!(lines.len(), steps.as_array().unwrap().len(), "{lines:#?}");
     lines
 }

@@ -453,29 +453,12 @@ async fn a_stderr_flood_is_rate_bounded_in_the_log() {
 /// Starts the fixture serving `mode` (`--http` for streamable HTTP, `--sse`
 /// for legacy HTTP+SSE) on a free port.
 async fn fixture_http(mode: &str) -> (tokio::process::Child, u16) {
-    use tokio::io::AsyncBufReadExt;
-    install_servers();
-    let mut child = tokio::process::Command::new("node")
-        .arg(servers_dir().join("fixture.mjs"))
-        .args([mode, "0"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let port = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(port) = line.strip_prefix("fixture: listening on ") {
-                return port.trim().parse::<u16>().unwrap();
-            }
-        }
-        panic!("the fixture exited before listening");
-    })
+    node_listening(
+        "fixture.mjs",
+        &[mode.as_ref(), "0".as_ref()],
+        "fixture: listening on ",
+    )
     .await
-    .expect("the fixture listens in time");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, port)
 }
 
 #[tokio::test]

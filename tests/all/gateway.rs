@@ -527,7 +527,7 @@ async fn doctor_checks_config_env_and_every_server() {
     let good = both(&dir);
     let (code, out, _) = cli(&["doctor"], &good).await;
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("ok    server everything: 13 tools"), "{out}");
+    assert!(out.contains("ok    server everything: 17 tools"), "{out}");
     // server-memory's three delete tools are destructive, hidden by default.
     assert!(out.contains("ok    server memory: 6 tools"), "{out}");
     assert!(out.contains("all checks passed"));
@@ -576,7 +576,7 @@ async fn manifest_and_run_commands_use_the_configured_servers() {
     let (code, out, _) = cli(&["manifest"], &config).await;
     assert_eq!(code, 0);
     assert!(
-        out.contains("everything (ready; 13 tools")
+        out.contains("everything (ready; 17 tools")
             && out.contains("  - get-sum: Returns the sum of two numbers"),
         "{out}"
     );

@@ -27,6 +27,7 @@ async fn the_stash_is_the_only_channel_between_executions() {
         manifest: tools,
         stash: Arc::new(Stash::default()),
         audit: None,
+        ..ExecutionContext::default()
     };
     let first = run_with(
         Kind::Default,

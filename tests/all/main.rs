@@ -25,6 +25,7 @@ mod mcp;
 mod metadata;
 mod policy;
 mod redaction;
+mod relay;
 mod soak;
 mod state;
 mod support;

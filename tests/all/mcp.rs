@@ -267,3 +267,78 @@ where
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Runs the official Python SDK client `script` (in tests/clients/) with
+/// `args`, `input` as its stdin, and returns its stdout, one JSON value per
+/// line; fails the test when it fails or takes longer than `bound`.
+pub async fn python_client(
+    script: &str,
+    args: &[&std::ffi::OsStr],
+    input: &Value,
+    bound: Duration,
+) -> Vec<Value> {
+    use tokio::io::AsyncWriteExt;
+    install_servers();
+    let mut cmd = tokio::process::Command::new(servers_dir().join(".venv/bin/python"));
+    cmd.arg(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/clients")
+            .join(script),
+    )
+    .args(args);
+    let mut child = test_env(&mut cmd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the venv's python runs");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.to_string().as_bytes()).await.unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(bound, child.wait_with_output())
+        .await
+        .expect("the SDK client finished in time")
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "the SDK client {script} failed: {stdout}"
+    );
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// Starts `node SCRIPT ARGS` (a test server in tests/servers/ serving HTTP
+/// on a free port) and returns it with the port it announces on stderr as
+/// `PREFIX PORT`.
+pub async fn node_listening(
+    script: &str,
+    args: &[&std::ffi::OsStr],
+    prefix: &str,
+) -> (tokio::process::Child, u16) {
+    use tokio::io::AsyncBufReadExt;
+    install_servers();
+    let mut child = tokio::process::Command::new("node")
+        .arg(servers_dir().join(script))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let port = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(port) = line.strip_prefix(prefix) {
+                return port.trim().parse::<u16>().unwrap();
+            }
+        }
+        panic!("{script} exited before listening");
+    })
+    .await
+    .expect("the server listens in time");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, port)
+}

@@ -98,6 +98,7 @@ pub fn context() -> (ExecutionContext, Arc<TestTools>) {
         manifest: tools.clone(),
         stash: Arc::new(Stash::default()),
         audit: None,
+        ..ExecutionContext::default()
     };
     (cx, tools)
 }

@@ -1,0 +1,130 @@
+//! What runs executions for every session, shared by all of them.
+
+use std::sync::Arc;
+
+use crate::gateway::Gateway;
+use crate::sandbox::Sandbox;
+use crate::session::{SessionCap, SessionLimits};
+use crate::state::{HandleKey, MemoryStore, StashLimits, StateStore};
+
+/// What runs executions for every session: the sandbox, the gateway, the
+/// gate in front of them (shutdown, `max_executions_per_minute`, the
+/// validator) and the audit log. One per process, shared by all sessions.
+pub struct Executor {
+    /// The sandbox.
+    pub sandbox: Arc<Sandbox>,
+    /// Downstream servers and the manifest.
+    pub gateway: Arc<Gateway>,
+    /// Where every session's stash lives, with the gateway's caps.
+    pub store: Arc<dyn StateStore>,
+    /// The secret that seals stash handles.
+    pub handles: HandleKey,
+    /// How the two tools are listed.
+    pub surface: crate::config::Surface,
+    /// Bounds on sessions: how many, and each one's share of the slots.
+    pub sessions: SessionLimits,
+    /// The live HTTP sessions, against `sessions.max_sessions`.
+    pub session_cap: SessionCap,
+    /// Running executions, so shutdown can let them finish.
+    pub running: tokio_util::task::TaskTracker,
+    /// `max_executions_per_minute`, across all sessions.
+    pub rate: Option<crate::policy::RateLimit>,
+    /// Whether scripts pass the static validator before they run
+    /// (`[sandbox] validate`).
+    pub validate: bool,
+    /// Where each execution is recorded (`[audit]`); `None` records nothing.
+    pub audit: Option<Arc<crate::audit::AuditLog>>,
+}
+
+impl Executor {
+    /// An executor over `sandbox` and `gateway`, whose sessions' stashes
+    /// live in a memory store bounded by `stash_limits`; validating, with
+    /// the default session limits, no rate limit and no audit log until the
+    /// `with_*` methods say otherwise.
+    pub fn new(
+        sandbox: Arc<Sandbox>,
+        gateway: Arc<Gateway>,
+        stash_limits: StashLimits,
+    ) -> Executor {
+        let sessions = SessionLimits::for_slots(sandbox.limits().max_concurrent);
+        Executor {
+            sandbox,
+            gateway,
+            store: Arc::new(MemoryStore::new(stash_limits)),
+            handles: HandleKey::random(),
+            surface: crate::config::Surface::default(),
+            sessions,
+            session_cap: SessionCap::new(sessions.max_sessions),
+            running: tokio_util::task::TaskTracker::new(),
+            rate: None,
+            validate: true,
+            audit: None,
+        }
+    }
+
+    /// Bounds sessions by `limits`.
+    pub fn with_sessions(mut self, limits: SessionLimits) -> Executor {
+        self.session_cap = SessionCap::new(limits.max_sessions);
+        self.sessions = limits;
+        self
+    }
+
+    /// Seals stash handles with `key` (by default a key for this process
+    /// only).
+    pub fn with_handle_key(mut self, key: HandleKey) -> Executor {
+        self.handles = key;
+        self
+    }
+
+    /// Lists the two tools as `surface` says.
+    pub fn with_surface(mut self, surface: crate::config::Surface) -> Executor {
+        self.surface = surface;
+        self
+    }
+
+    /// Records every execution in `log`.
+    pub fn with_audit(mut self, log: Option<crate::audit::AuditLog>) -> Executor {
+        self.audit = log.map(Arc::new);
+        self
+    }
+
+    /// Turns the static validator on or off. Off, the sandbox's own
+    /// hardening is the only layer; it is meant for testing that layer.
+    pub fn with_validation(mut self, on: bool) -> Executor {
+        self.validate = on;
+        self
+    }
+
+    /// Limits executions to `per_minute` across all sessions.
+    pub fn with_rate_limit(mut self, per_minute: Option<std::num::NonZeroU32>) -> Executor {
+        self.rate = per_minute
+            .map(|n| crate::policy::RateLimit::new(n, "sandbox.max_executions_per_minute"));
+        self
+    }
+
+    /// How long an execution admitted now may still take: its waits for a
+    /// slot of its session and a slot of the sandbox, its time limit, and a
+    /// second for validation and answering.
+    /// (A wait for servers still starting up is not counted: shutting down
+    /// right after start-up should not take half a minute.)
+    pub fn drain_grace(&self) -> std::time::Duration {
+        let limits = self.sandbox.limits();
+        limits.max_queue_wait * 2 + limits.timeout + std::time::Duration::from_secs(1)
+    }
+
+    /// Stops taking executions and waits for the running ones, at most
+    /// [`Executor::drain_grace`].
+    pub async fn drain(&self) {
+        self.running.close();
+        let grace = self.drain_grace();
+        if tokio::time::timeout(grace, self.running.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "executions still running after {} s; ending them",
+                grace.as_secs_f64()
+            );
+        }
+    }
+}

@@ -1,0 +1,448 @@
+//! The MCP server quickforge shows its client: exactly two tools, `search`
+//! and `execute`, each taking `code`, and initialize `instructions` that
+//! carry the TypeScript definitions of the whole script API (`forge.d.ts`).
+//!
+//! One [`ForgeServer`] serves one client session (a stdio connection, or one
+//! streamable-HTTP session) and holds that session's [`Session`]: its stash
+//! handle and its share of the execution slots.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
+    CompleteResult, ContentBlock, DiscoverResult, GetPromptRequestParams, GetPromptResponse,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SubscribeRequestParams, Tool, ToolAnnotations, ToolsCapability,
+    UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+use crate::relay::{ClientLink, Upstream};
+use crate::sandbox::Mode;
+use crate::session::Session;
+
+mod executor;
+mod result;
+mod run;
+mod surface;
+
+pub use executor::Executor;
+pub use result::to_result;
+
+/// How long a client may keep `tools/list` and `server/discover` results,
+/// in milliseconds: one hour. Both are fixed for the life of the process
+/// (two tools, their schemas, the instructions), the same for every client
+/// (so `public`), and a new quickforge is a new connection that lists again.
+pub const LIST_TTL_MS: u64 = 3_600_000;
+
+/// The TypeScript definitions of the script API, as the guest exposes it
+/// (tests/all/dts.rs checks they match).
+pub const FORGE_D_TS: &str = include_str!("../forge.d.ts");
+
+/// What a client reads at initialize: how to work, then the API types.
+pub fn instructions() -> String {
+    format!(
+        "quickforge gateway: downstream MCP tools are reached through code, not listed here.\n\
+         1. `search`: run `async () => manifest.search(\"what you need\")`, then `manifest.tool(server, tool)` for the exact signature.\n\
+         2. `execute`: run an async arrow function that calls `forge.callTool(server, tool, args)`; chain and combine calls in one script, return only what you need.\n\
+         Failures throw ForgeError (code, message, retryable, suggestion). forge.stash keeps JSON between executions; pass a result's `stash` back as execute's `stash` to reach it from another session.\n\
+         ```ts\n{FORGE_D_TS}```"
+    )
+}
+
+/// The input schema of a tool taking `code` and, for `execute`, the
+/// optional stash handle.
+fn code_schema(what: &str, stash: bool) -> Arc<rmcp::model::JsonObject> {
+    let mut properties = json!({"code": {"type": "string", "description": what}});
+    if stash {
+        properties["stash"] = json!({
+            "type": "string",
+            "description": "`stash` from an earlier result"
+        });
+    }
+    Arc::new(rmcp::model::object(json!({
+        "type": "object",
+        "properties": properties,
+        "required": ["code"],
+        "additionalProperties": false
+    })))
+}
+
+/// The `_meta` key that asks Claude Code to load a tool up front instead of
+/// deferring it behind its tool search.
+pub const ALWAYS_LOAD: &str = "anthropic/alwaysLoad";
+
+/// The two tools, exactly as `tools/list` returns them under `surface`.
+pub fn tools(surface: &crate::config::Surface) -> Vec<Tool> {
+    let mut search = Tool::new(
+        "search",
+        "Find downstream tools. `code` is a JS async arrow function using `manifest` \
+         (servers, search(query), tool(server, name)); it returns JSON. No tool calls.",
+        code_schema("e.g. async () => manifest.search(\"create issue\")", false),
+    );
+    search.annotations = Some(ToolAnnotations::new().read_only(true));
+    let execute = Tool::new(
+        "execute",
+        "Run a JS async arrow function that calls downstream tools with \
+         `await forge.callTool(server, tool, args)` and returns JSON. Chain many calls in one script.",
+        code_schema(
+            "e.g. async () => (await forge.callTool(\"github\", \"list_issues\", {repo: \"o/r\"})).length",
+            true,
+        ),
+    );
+    let mut tools = vec![search, execute];
+    if surface.always_load {
+        for tool in &mut tools {
+            let mut meta = rmcp::model::MetaObject::new();
+            meta.insert(ALWAYS_LOAD.into(), Value::Bool(true));
+            tool.meta = Some(meta);
+        }
+    }
+    tools
+}
+
+/// One client session.
+#[derive(Clone)]
+pub struct ForgeServer {
+    executor: Arc<Executor>,
+    session: Arc<Session>,
+    /// Whether an `initialize` must take a place under `max_sessions`
+    /// (HTTP; stdio has one session by nature).
+    capped: bool,
+    /// The session's client, for the relay (see [`ForgeServer::client`]).
+    client: Arc<std::sync::OnceLock<Arc<ClientLink>>>,
+}
+
+impl ForgeServer {
+    /// A new session with an empty stash, outside the session cap (a stdio
+    /// connection: one per process).
+    pub fn new(executor: Arc<Executor>) -> ForgeServer {
+        ForgeServer::with_place(executor, None)
+    }
+
+    /// A server for streamable HTTP: a session of the 2025 era takes its
+    /// place under `max_sessions` when it initializes; a stateless request
+    /// of the 2026 era is served by a server of its own and takes none.
+    pub fn for_http(executor: Arc<Executor>) -> ForgeServer {
+        let mut server = ForgeServer::with_place(executor, None);
+        server.capped = true;
+        server
+    }
+
+    fn with_place(
+        executor: Arc<Executor>,
+        place: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) -> ForgeServer {
+        let session = Session::new(
+            executor.handles.mint(),
+            executor.sessions.max_concurrent_per_session,
+            place,
+        );
+        ForgeServer {
+            executor,
+            session: Arc::new(session),
+            capped: false,
+            client: Arc::default(),
+        }
+    }
+
+    /// The client of this session, as the relay sees it; made on first use
+    /// (after `initialize`, when its capabilities are known). A stdio
+    /// session's client is the gateway's only one.
+    fn client(&self, peer: &Peer<RoleServer>) -> Arc<ClientLink> {
+        self.client
+            .get_or_init(|| {
+                let link = ClientLink::new(peer.clone());
+                self.executor.gateway.relay.register(&link);
+                if !self.capped {
+                    self.executor.gateway.relay.set_solo(link.clone());
+                }
+                link
+            })
+            .clone()
+    }
+}
+
+impl ServerHandler for ForgeServer {
+    #[expect(
+        deprecated,
+        reason = "logging is deprecated in MCP 2026-07-28 (SEP-2577); 2025-era clients use it"
+    )]
+    fn get_info(&self) -> ServerConfig {
+        let mut tools = ToolsCapability::default();
+        tools.list_changed = Some(false);
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools_with(tools)
+                .enable_logging()
+                .enable_completions()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_resources()
+                .enable_resources_list_changed()
+                .enable_resources_subscribe()
+                .build(),
+        )
+        .with_server_info(Implementation::new("quickforge", env!("CARGO_PKG_VERSION")))
+        .with_instructions(instructions())
+    }
+
+    /// Both eras: up to 2025-11-25 with `initialize` and sessions, and
+    /// 2026-07-28 with `server/discover` and per-request `_meta`, where each
+    /// request stands alone and state travels by stash handle.
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        if self.capped {
+            self.session
+                .take_place(&self.executor.session_cap)
+                .map_err(|full| McpError::internal_error(full, None))?;
+        }
+        cx.peer.set_peer_info(request.clone());
+        if !self.capped {
+            // The gateway's only client: servers that asked for roots before
+            // it came saw the configured ones; now they can ask it.
+            let client = self.client(&cx.peer);
+            if client.caps().roots {
+                let gateway = self.executor.gateway.clone();
+                tokio::spawn(async move { gateway.roots_changed().await });
+            }
+        }
+        self.negotiate_initialize(&request)
+    }
+
+    async fn discover(&self, _cx: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        )
+        .with_ttl_ms(LIST_TTL_MS)
+        .with_cache_scope(CacheScope::Public))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(
+            ListToolsResult::with_all_items(tools(&self.executor.surface))
+                .with_ttl_ms(LIST_TTL_MS)
+                .with_cache_scope(CacheScope::Public),
+        )
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tools(&self.executor.surface)
+            .into_iter()
+            .find(|t| t.name == name)
+    }
+
+    /// `logging/setLevel`: downstream log messages below `level` are no
+    /// longer relayed to this client.
+    #[expect(
+        deprecated,
+        reason = "logging is deprecated in MCP 2026-07-28 (SEP-2577); 2025-era clients use it"
+    )]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.client(&cx.peer).set_level(request.level);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        self.executor.gateway.surface_ready().await;
+        let (items, next) =
+            surface::page(self.executor.gateway.surface_prompts(), request.as_ref())?;
+        let mut r = ListPromptsResult::with_all_items(items);
+        r.next_cursor = next;
+        Ok(r)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        self.executor
+            .gateway
+            .get_prompt(request)
+            .await
+            .map(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        self.executor.gateway.surface_ready().await;
+        let (items, next) =
+            surface::page(self.executor.gateway.surface_resources(), request.as_ref())?;
+        let mut r = ListResourcesResult::with_all_items(items);
+        r.next_cursor = next;
+        Ok(r)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.executor.gateway.surface_ready().await;
+        let (items, next) =
+            surface::page(self.executor.gateway.surface_templates(), request.as_ref())?;
+        let mut r = ListResourceTemplatesResult::with_all_items(items);
+        r.next_cursor = next;
+        Ok(r)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.executor
+            .gateway
+            .read_resource(&request.uri)
+            .await
+            .map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        self.executor.gateway.complete(request).await
+    }
+
+    /// `resources/subscribe`: the owning server is asked once, whoever
+    /// subscribes after; its updates reach every subscribed client.
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let client = self.client(&cx.peer);
+        let gateway = &self.executor.gateway;
+        if gateway.relay.subscribe(&request.uri, &client) {
+            gateway.subscribe(&request.uri).await?;
+        }
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let client = self.client(&cx.peer);
+        let gateway = &self.executor.gateway;
+        if gateway.relay.unsubscribe(&request.uri, &client) {
+            gateway.unsubscribe(&request.uri).await?;
+        }
+        Ok(())
+    }
+
+    /// The client's roots changed: every server hears it and asks again.
+    async fn on_roots_list_changed(&self, _cx: NotificationContext<RoleServer>) {
+        self.executor.gateway.roots_changed().await;
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let mode = match request.name.as_ref() {
+            "search" => Mode::Search,
+            "execute" => Mode::Execute,
+            other => {
+                return Err(McpError::invalid_params(
+                    format!(
+                        "unknown tool {other:?}: quickforge has exactly two tools, search and execute"
+                    ),
+                    None,
+                ));
+            }
+        };
+        let code = match request.arguments.as_ref().and_then(|a| a.get("code")) {
+            Some(Value::String(code)) => code.clone(),
+            Some(other) => {
+                let kind = match other {
+                    Value::Null => "null",
+                    Value::Bool(_) => "a boolean",
+                    Value::Number(_) => "a number",
+                    Value::Array(_) => "an array",
+                    Value::Object(_) => "an object",
+                    Value::String(_) => "a string",
+                };
+                return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "`code` must be a string holding a JS async arrow function, got {kind}"
+                ))])
+                .into());
+            }
+            None => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(
+                    "missing argument `code`: a JS async arrow function, e.g. async () => manifest.servers",
+                )])
+                .into());
+            }
+        };
+        let handle = match request.arguments.as_ref().and_then(|a| a.get("stash")) {
+            None | Some(Value::Null) => self.session.handle.clone(),
+            Some(Value::String(text)) => match self.executor.handles.open(text) {
+                Some(handle) => handle,
+                None => {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                        "`stash` {:?} is not a stash handle of this gateway (altered, from another gateway, or sealed before its secret changed); pass the `stash` value of an earlier result exactly, or leave it out to use this session's stash",
+                        crate::error::preview(text)
+                    ))])
+                    .into());
+                }
+            },
+            Some(_) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(
+                    "`stash` must be a string: the `stash` value of an earlier result",
+                )])
+                .into());
+            }
+        };
+        // The execution runs on this task, beside the pump that sends its
+        // requests to the client (so they travel on this request's stream),
+        // until it ends or the client cancels the request: then it is
+        // dropped, which stops the script at once, frees its slots and
+        // cancels its downstream calls.
+        let client = self.client(&cx.peer);
+        let token = cx.meta.get_progress_token();
+        let (upstream, pump) = Upstream::new(client, token, self.executor.gateway.relay.clone());
+        let run = self.run_with(mode, &code, handle, Some(upstream));
+        tokio::select! {
+            biased;
+            () = cx.ct.cancelled() => Err(McpError::internal_error(
+                "the request was cancelled; the execution was stopped",
+                None,
+            )),
+            (report, used) = run => Ok(to_result(&report, used.as_ref()).into()),
+            () = pump.run() => unreachable!("the pump never ends"),
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! One execution of a session: the gate in front of the sandbox (shutdown,
+//! the execution rate, the session's share of the slots, the validator),
+//! its context, and its audit line.
+
+use std::sync::Arc;
+
+use super::ForgeServer;
+use crate::gateway::STARTUP_WAIT;
+use crate::relay::Upstream;
+use crate::sandbox::{ExecutionContext, Mode, Report};
+use crate::state::{Handle, Stash};
+use crate::validate::Rule;
+
+impl ForgeServer {
+    /// Runs `code` in `mode` with this session's own stash, and records it
+    /// in the audit log, if there is one.
+    pub async fn run(&self, mode: Mode, code: &str) -> Report {
+        self.run_with(mode, code, self.session.handle.clone(), None)
+            .await
+            .0
+    }
+
+    /// Runs `code` in `mode` with the stash of `handle`, and records it in
+    /// the audit log, if there is one; with the report, the handle when the
+    /// script used the stash (the client needs it to come back to it).
+    /// `upstream` is the client side of the execution, when an MCP client
+    /// started it.
+    pub async fn run_with(
+        &self,
+        mode: Mode,
+        code: &str,
+        handle: Handle,
+        upstream: Option<Arc<Upstream>>,
+    ) -> (Report, Option<Handle>) {
+        let stash = Arc::new(Stash::new(self.executor.store.clone(), handle));
+        let report = match &self.executor.audit {
+            None => self.admit(mode, code, None, stash.clone(), upstream).await,
+            Some(audit) => {
+                let mut audited = Audited {
+                    audit,
+                    arrival: crate::audit::Arrival {
+                        session: &self.session.id,
+                        stash: stash.handle(),
+                        at: std::time::SystemTime::now(),
+                        mode,
+                        code,
+                    },
+                    trail: audit.trail(),
+                    written: false,
+                };
+                let trail = Some(audited.trail.clone());
+                let report = self.admit(mode, code, trail, stash.clone(), upstream).await;
+                audited.write(Some(&report));
+                report
+            }
+        };
+        let used = stash.touched().then(|| stash.handle().clone());
+        (report, used)
+    }
+
+    /// Runs `code` unless the gateway is closing, over its execution rate,
+    /// or the session holds its share of the slots, recording its
+    /// operations in `trail`.
+    async fn admit(
+        &self,
+        mode: Mode,
+        code: &str,
+        trail: Option<crate::audit::SharedTrail>,
+        stash: Arc<Stash>,
+        upstream: Option<Arc<Upstream>>,
+    ) -> Report {
+        if self.executor.running.is_closed() {
+            return Report::refused(crate::error::ExecutionError::new(
+                crate::error::ErrorKind::Busy,
+                "the gateway is shutting down and takes no new executions",
+            ));
+        }
+        if let Some(Err(e)) = self.executor.rate.as_ref().map(|r| r.take()) {
+            let mut err = crate::error::ExecutionError::new(
+                crate::error::ErrorKind::RateLimited,
+                e.message.clone(),
+            );
+            err.forge = Some(e);
+            return Report::refused(err);
+        }
+        self.executor
+            .running
+            .track_future(async {
+                let limits = self.executor.sandbox.limits();
+                match self
+                    .session
+                    .slot(limits.max_queue_wait, limits.max_concurrent)
+                    .await
+                {
+                    Ok(_slot) => self.run_now(mode, code, trail, stash, upstream).await,
+                    Err(busy) => Report::refused(busy),
+                }
+            })
+            .await
+    }
+
+    async fn run_now(
+        &self,
+        mode: Mode,
+        code: &str,
+        trail: Option<crate::audit::SharedTrail>,
+        stash: Arc<Stash>,
+        upstream: Option<Arc<Upstream>>,
+    ) -> Report {
+        // Oversized code is the sandbox's to refuse, without parsing it.
+        if self.executor.validate && code.len() <= self.executor.sandbox.limits().max_code_size {
+            let verdict = crate::validate::validate_async(
+                code.to_string(),
+                crate::validate::ValidatorLimits::default(),
+            )
+            .await;
+            let refusal = match verdict {
+                Ok(()) => None,
+                // Code that does not parse, or is not one function, keeps
+                // the kinds the sandbox would give it; the rest is policy.
+                Err(rejection) => Some((
+                    match rejection.kind {
+                        Rule::Syntax => crate::error::ErrorKind::Syntax,
+                        Rule::NotAsyncArrow => crate::error::ErrorKind::NotAFunction,
+                        Rule::Internal => crate::error::ErrorKind::Internal,
+                        _ => crate::error::ErrorKind::Validation,
+                    },
+                    rejection.to_string(),
+                )),
+            };
+            if let Some((kind, message)) = refusal {
+                return Report::refused(crate::error::ExecutionError::new(kind, message));
+            }
+        }
+        let gateway = &self.executor.gateway;
+        gateway.wait_started(STARTUP_WAIT).await;
+        let snapshot = gateway.snapshot();
+        let mut cx = ExecutionContext {
+            servers: Arc::new(gateway.router(&snapshot, upstream.clone())),
+            manifest: Arc::new(snapshot),
+            stash,
+            audit: trail,
+            ..ExecutionContext::default()
+        };
+        if let Some(upstream) = upstream {
+            cx = cx.for_upstream(upstream);
+        }
+        self.executor.sandbox.run(mode, code, cx).await
+    }
+}
+
+/// Writes one execution's audit line exactly once: when it finishes, or,
+/// if its future is dropped first (the client cancelled the request or went
+/// away), as `cancelled` with the operations it had started.
+struct Audited<'a> {
+    audit: &'a crate::audit::AuditLog,
+    arrival: crate::audit::Arrival<'a>,
+    trail: crate::audit::SharedTrail,
+    written: bool,
+}
+
+impl Audited<'_> {
+    fn write(&mut self, report: Option<&Report>) {
+        if std::mem::replace(&mut self.written, true) {
+            return;
+        }
+        let record = self.audit.record(&self.arrival, report, &self.trail);
+        self.audit.write(&record);
+    }
+}
+
+impl Drop for Audited<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let report = Report::refused(crate::error::ExecutionError::new(
+                crate::error::ErrorKind::Internal,
+                "the execution panicked inside quickforge",
+            ));
+            self.write(Some(&report));
+        } else {
+            self.write(None);
+        }
+    }
+}

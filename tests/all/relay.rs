@@ -1,0 +1,573 @@
+//! A transparent gateway (issue 19): what passes between a script's
+//! downstream calls and the client that started the script, end to end.
+//! The client is the official MCP Python SDK at protocol 2025-11-25
+//! (tests/clients/relay_client.py, with callbacks for elicitation,
+//! sampling, roots, logging and progress) driving the real binary over
+//! stdio; the servers are server-everything and tests/servers/relay.mjs (on
+//! the official TypeScript SDK, for what server-everything has no
+//! deterministic tool for).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::mcp::*;
+
+/// `[servers.NAME]`: tests/servers/relay.mjs recording into `record`, with
+/// `extra` TOML lines.
+fn relay_server(name: &str, record: &Path, extra: &str) -> String {
+    install_servers();
+    format!(
+        "[servers.{name}]\ncommand = \"node\"\nargs = [{}, \"--record\", {}]\ntimeout_secs = 20\n{extra}",
+        toml_str(&servers_dir().join("relay.mjs").to_string_lossy()),
+        toml_str(&record.to_string_lossy()),
+    )
+}
+
+/// What the client saw: one value per step, then the callbacks' events.
+struct Seen {
+    steps: Vec<Value>,
+    events: Value,
+}
+
+/// Runs the Python SDK client against a gateway on `config` over stdio
+/// with `plan` (see relay_client.py).
+async fn client(config: &Path, plan: Value) -> Seen {
+    let quickforge = env!("CARGO_BIN_EXE_quickforge").as_ref();
+    let args = [
+        "--".as_ref(),
+        quickforge,
+        "--config".as_ref(),
+        config.as_os_str(),
+        "serve".as_ref(),
+    ];
+    client_with(&args, plan).await
+}
+
+/// Runs the Python SDK client with `args` (a URL, or `--` and a command)
+/// and `plan`.
+async fn client_with(args: &[&std::ffi::OsStr], plan: Value) -> Seen {
+    let mut lines = python_client("relay_client.py", args, &plan, CALL_BOUND * 2).await;
+    let events = lines.pop().expect("the events line")["events"].clone();
+    Seen {
+        steps: lines,
+        events,
+    }
+}
+
+/// The JSON result of a successful step.
+fn result(step: &Value) -> &Value {
+    assert_eq!(step["isError"], false, "{step}");
+    &step["structuredContent"]["result"]
+}
+
+/// The text of a failed step.
+fn error_text(step: &Value) -> String {
+    assert_eq!(step["isError"], true, "{step}");
+    step["text"][0].as_str().unwrap().to_string()
+}
+
+/// The lines of `record` (written by relay.mjs), once `count` are there.
+async fn recorded(record: &Path, count: usize) -> Vec<Value> {
+    eventually(Duration::from_secs(10), || async {
+        let text = std::fs::read_to_string(record).unwrap_or_default();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (lines.len() >= count).then_some(lines)
+    })
+    .await
+}
+
+fn setup(name: &str, toml: impl FnOnce(&Path) -> String) -> (PathBuf, PathBuf, PathBuf) {
+    let dir = scratch(name);
+    let record = dir.join("record.jsonl");
+    let config = write_config(&dir, &toml(&record));
+    (dir, config, record)
+}
+
+/// Item 1: a client's `notifications/cancelled` for an `execute` stops the
+/// script at once (it was sleeping in a 30 s call), the downstream call is
+/// cancelled on its server, and the audit line says `cancelled` with the
+/// call that was cut. Before, the script ran on to its end.
+#[tokio::test]
+async fn a_cancelled_execute_stops_the_script_and_its_downstream_call() {
+    let (dir, config, record) = setup("relay-cancel", |record| {
+        format!(
+            "{}[audit]\nfile = \"audit.jsonl\"\n",
+            relay_server("r", record, "")
+        )
+    });
+    let seen = client(
+        &config,
+        json!({"steps": [
+            {"execute": r#"async () => { await forge.callTool("r", "slow", {ms: 30000}); return "finished"; }"#,
+             "cancel_after_ms": 1500},
+            {"execute": "async () => 1 + 1"}
+        ]}),
+    )
+    .await;
+    assert_eq!(seen.steps[0]["cancelled"], true, "{:?}", seen.steps);
+    assert_eq!(
+        result(&seen.steps[1]),
+        &json!(2),
+        "the gateway still serves"
+    );
+    let lines = recorded(&record, 1).await;
+    assert_eq!(
+        lines[0]["cancelled"], true,
+        "the server heard the cancellation: {lines:?}"
+    );
+    // The second execution may finish before the first one's line is out.
+    let audit = std::fs::read_to_string(dir.join("audit.jsonl")).unwrap();
+    let first: Value = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["code_preview"].as_str().unwrap().contains("slow"))
+        .expect("the cancelled execution's line");
+    assert_eq!(first["outcome"], "cancelled", "{first}");
+    assert!(first["duration_ms"].as_f64().unwrap() < 10_000.0, "{first}");
+    assert_eq!(first["operations"][0]["tool"], "slow", "{first}");
+    assert_eq!(first["operations"][0]["outcome"], "cancelled", "{first}");
+}
+
+/// Item 1, the deadline: an execution that times out while a downstream
+/// call is in flight cancels that call on its server.
+#[tokio::test]
+async fn a_timeout_cancels_the_call_in_flight_downstream() {
+    let (_dir, config, record) = setup("relay-timeout", |record| {
+        format!(
+            "{}[sandbox]\ntimeout_secs = 2\n",
+            relay_server("r", record, "")
+        )
+    });
+    let seen = client(
+        &config,
+        json!({"steps": [{"execute": r#"async () => forge.callTool("r", "slow", {ms: 20000})"#}]}),
+    )
+    .await;
+    assert!(
+        error_text(&seen.steps[0]).starts_with("timeout"),
+        "{:?}",
+        seen.steps
+    );
+    let lines = recorded(&record, 1).await;
+    assert_eq!(lines[0]["cancelled"], true, "{lines:?}");
+}
+
+/// Item 2: progress from the script's downstream calls reaches the client
+/// on its own token, increasing, naming server and tool; without a token,
+/// nothing is sent.
+#[tokio::test]
+async fn progress_of_downstream_calls_reaches_the_client_on_its_token() {
+    let (_dir, config, _record) = setup("relay-progress", |record| relay_server("r", record, ""));
+    let code = r#"async () => (await forge.callTool("r", "progress", {steps: 4})).token"#;
+    let seen = client(
+        &config,
+        json!({"steps": [
+            {"execute": code, "progress": true},
+            {"execute": code}
+        ]}),
+    )
+    .await;
+    assert_eq!(
+        result(&seen.steps[0]),
+        &json!(true),
+        "quickforge put its own token downstream"
+    );
+    let progress = seen.steps[0]["progress"].as_array().unwrap();
+    assert!(!progress.is_empty(), "{:?}", seen.steps[0]);
+    let values: Vec<f64> = progress
+        .iter()
+        .map(|p| p["progress"].as_f64().unwrap())
+        .collect();
+    assert!(
+        values.windows(2).all(|w| w[1] > w[0]),
+        "monotonic: {values:?}"
+    );
+    let message = progress.last().unwrap()["message"].as_str().unwrap();
+    assert!(message.starts_with("r.progress: step"), "{message}");
+    assert!(seen.steps[1]["progress"].as_array().unwrap().is_empty());
+}
+
+/// Item 3: downstream log messages reach the client with `logger` naming
+/// the server, at or above the level it set, redacted.
+#[tokio::test]
+async fn downstream_log_messages_reach_the_client_filtered_and_redacted() {
+    let (_dir, config, _record) = setup("relay-logging", |record| relay_server("r", record, ""));
+    let seen = client(
+        &config,
+        json!({"log_level": "warning", "steps": [
+            {"execute": r#"async () => forge.callTool("r", "log", {levels: ["debug", "info", "warning", "error"]})"#}
+        ]}),
+    )
+    .await;
+    result(&seen.steps[0]);
+    let logs = seen.events["logs"].as_array().unwrap();
+    // rmcp handles each notification on a task of its own, so their order
+    // is not kept.
+    let mut levels: Vec<&str> = logs.iter().map(|l| l["level"].as_str().unwrap()).collect();
+    levels.sort_unstable();
+    assert_eq!(levels, ["error", "warning"], "{logs:?}");
+    for l in logs {
+        assert_eq!(l["logger"], "r/relay-fixture", "{l}");
+        let data = l["data"].as_str().unwrap();
+        assert!(!data.contains("ghp_AAAA"), "redacted: {data}");
+    }
+}
+
+/// Item 4: a downstream `elicitation/create` made during a call reaches the
+/// client, marked with the server, and the answer goes back; the time the
+/// person took does not count against the execution's time limit.
+#[tokio::test]
+async fn elicitation_is_relayed_and_its_wait_is_not_counted() {
+    let (dir, config, _record) = setup("relay-elicit", |record| {
+        format!(
+            "{}[sandbox]\ntimeout_secs = 2\n[audit]\nfile = \"audit.jsonl\"\n",
+            relay_server("r", record, "")
+        )
+    });
+    let seen = client(
+        &config,
+        json!({
+            "capabilities": {"elicitation": true},
+            "elicit": {"action": "accept", "content": {"answer": "blue"}, "delay_ms": 3000},
+            "steps": [{"execute": r#"async () => forge.callTool("r", "ask", {question: "Favourite colour?"})"#}]
+        }),
+    )
+    .await;
+    let answer = result(&seen.steps[0]);
+    assert_eq!(answer["action"], "accept", "{answer}");
+    assert_eq!(answer["content"]["answer"], "blue", "{answer}");
+    let asked = &seen.events["elicitations"][0];
+    assert_eq!(asked["message"], "[r] Favourite colour?", "{asked}");
+    assert_eq!(
+        asked["_meta"]["io.github.quickforge/server"], "r",
+        "{asked}"
+    );
+    let audit = std::fs::read_to_string(dir.join("audit.jsonl")).unwrap();
+    let line: Value = serde_json::from_str(audit.lines().next().unwrap()).unwrap();
+    assert!(line["waited_ms"].as_f64().unwrap() >= 2500.0, "{line}");
+}
+
+/// Item 4, negative: a client without elicitation: the server gets the
+/// specification's error (and its tool reports it), the gateway serves on.
+#[tokio::test]
+async fn elicitation_to_a_client_without_it_is_the_specs_error() {
+    let (_dir, config, _record) = setup("relay-no-elicit", |record| relay_server("r", record, ""));
+    let seen = client(
+        &config,
+        json!({"steps": [
+            {"execute": r#"async () => { try { return await forge.callTool("r", "ask", {question: "?"}); } catch (e) { return e.message; } }"#},
+            {"execute": "async () => 2"}
+        ]}),
+    )
+    .await;
+    let text = result(&seen.steps[0]).to_string();
+    assert!(text.contains("does not support form elicitation"), "{text}");
+    assert_eq!(result(&seen.steps[1]), &json!(2));
+}
+
+/// Item 4: sampling is relayed with the server marked, and a per-server
+/// switch refuses it.
+#[tokio::test]
+async fn sampling_is_relayed_unless_the_server_is_switched_off() {
+    let (_dir, config, _record) = setup("relay-sampling", |record| {
+        format!(
+            "{}{}",
+            relay_server("r", record, ""),
+            relay_server("off", &record.with_extension("off"), "sampling = false\n")
+        )
+    });
+    let seen = client(
+        &config,
+        json!({
+            "capabilities": {"sampling": true},
+            "steps": [
+                {"execute": r#"async () => forge.callTool("r", "sample", {prompt: "hi"})"#},
+                {"execute": r#"async () => { try { return await forge.callTool("off", "sample", {prompt: "hi"}); } catch (e) { return e.message; } }"#}
+            ]
+        }),
+    )
+    .await;
+    assert_eq!(
+        result(&seen.steps[0])["text"],
+        "sampled: hi",
+        "{:?}",
+        seen.steps[0]
+    );
+    assert_eq!(seen.events["samplings"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        seen.events["samplings"][0]["_meta"]["io.github.quickforge/server"],
+        "r"
+    );
+    let refused = result(&seen.steps[1]).to_string();
+    assert!(
+        refused.contains("servers.off.sampling = false"),
+        "{refused}"
+    );
+}
+
+/// Item 5: a downstream `roots/list` during a call gets the client's
+/// roots, and after the client's `roots/list_changed` the new ones.
+#[tokio::test]
+async fn roots_are_the_clients() {
+    let (_dir, config, _record) = setup("relay-roots", |record| relay_server("r", record, ""));
+    let code = r#"async () => (await forge.callTool("r", "roots", {})).map(r => r.uri)"#;
+    let seen = client(
+        &config,
+        json!({
+            "capabilities": {"roots": true},
+            "roots": [{"uri": "file:///work/project", "name": "project"}],
+            "steps": [
+                {"execute": code},
+                {"execute": code, "roots_changed_to": [{"uri": "file:///work/other"}]}
+            ]
+        }),
+    )
+    .await;
+    assert_eq!(result(&seen.steps[0]), &json!(["file:///work/project"]));
+    assert_eq!(result(&seen.steps[1]), &json!(["file:///work/other"]));
+}
+
+/// Item 6: `allow_destructive = "ask"` puts a destructive call to the
+/// person: accept sends it, decline throws DECLINED (caught by the
+/// script) and the tool never runs; a client without elicitation gets
+/// POLICY_DENIED naming the config key.
+#[tokio::test]
+async fn approvals_ask_the_person_before_a_destructive_call() {
+    let (_dir, config, record) = setup("relay-approve", |record| {
+        relay_server("r", record, "allow_destructive = \"ask\"\n")
+    });
+    let wipe = r#"async () => { try { return await forge.callTool("r", "wipe", {target: "staging-db"}); } catch (e) { return {code: e.code, message: e.message, suggestion: e.suggestion}; } }"#;
+    let accepted = client(
+        &config,
+        json!({"capabilities": {"elicitation": true}, "elicit": {"action": "accept", "content": {}},
+               "steps": [{"execute": wipe}]}),
+    )
+    .await;
+    assert_eq!(result(&accepted.steps[0])["wiped"], "staging-db");
+    let asked = accepted.events["elicitations"][0]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        asked.contains("r.wipe") && asked.contains("staging-db"),
+        "{asked}"
+    );
+    let declined = client(
+        &config,
+        json!({"capabilities": {"elicitation": true}, "elicit": {"action": "decline"},
+               "steps": [{"execute": wipe}]}),
+    )
+    .await;
+    assert_eq!(
+        result(&declined.steps[0])["code"],
+        "DECLINED",
+        "{:?}",
+        declined.steps
+    );
+    let unasked = client(&config, json!({"steps": [{"execute": wipe}]})).await;
+    let refusal = result(&unasked.steps[0]);
+    assert_eq!(refusal["code"], "POLICY_DENIED", "{refusal}");
+    assert!(
+        refusal["suggestion"]
+            .as_str()
+            .unwrap()
+            .contains("allow_destructive"),
+        "{refusal}"
+    );
+    let lines = recorded(&record, 1).await;
+    assert_eq!(lines.len(), 1, "only the approved call ran: {lines:?}");
+}
+
+/// Item 1 with item 4: cancelling an execution while its elicitation is
+/// pending stops it and cancels its downstream call.
+#[tokio::test]
+async fn cancelling_while_an_elicitation_is_pending_stops_everything() {
+    let (_dir, config, _record) = setup("relay-cancel-elicit", |record| {
+        relay_server("r", record, "")
+    });
+    let seen = client(
+        &config,
+        json!({
+            "capabilities": {"elicitation": true},
+            "elicit": {"action": "accept", "content": {"answer": "late"}, "delay_ms": 4000},
+            "steps": [
+                {"execute": r#"async () => forge.callTool("r", "ask", {question: "?"})"#, "cancel_after_ms": 1000},
+                {"execute": "async () => 3"}
+            ]
+        }),
+    )
+    .await;
+    assert_eq!(seen.steps[0]["cancelled"], true);
+    assert_eq!(result(&seen.steps[1]), &json!(3));
+}
+
+/// server-everything's elicitation and sampling tools are in the manifest
+/// now that quickforge declares what it relays, and they work through it.
+#[tokio::test]
+async fn server_everything_elicits_and_samples_through_quickforge() {
+    let dir = scratch("relay-everything");
+    let config = write_config(&dir, &everything());
+    let seen = client(
+        &config,
+        json!({
+            "capabilities": {"elicitation": true, "sampling": true},
+            "elicit": {"action": "decline"},
+            "steps": [
+                {"execute": r#"async () => (await manifest.search("trigger request")).map(t => t.tool).sort()"#},
+                {"execute": r#"async () => forge.callTool("everything", "trigger-sampling-request", {prompt: "hello", maxTokens: 20})"#},
+                {"execute": r#"async () => forge.callTool("everything", "trigger-elicitation-request", {})"#}
+            ]
+        }),
+    )
+    .await;
+    let names = result(&seen.steps[0]).to_string();
+    for tool in ["trigger-elicitation-request", "trigger-sampling-request"] {
+        assert!(names.contains(tool), "{tool} missing: {names}");
+    }
+    let sampled = result(&seen.steps[1]).to_string();
+    assert!(
+        sampled.contains("sampled: ") && sampled.contains("hello"),
+        "{sampled}"
+    );
+    assert!(
+        result(&seen.steps[2])
+            .to_string()
+            .to_lowercase()
+            .contains("decline"),
+        "{:?}",
+        seen.steps[2]
+    );
+}
+
+/// tests/servers/relay.mjs over streamable HTTP, and its port.
+async fn relay_http(record: &Path) -> (tokio::process::Child, u16) {
+    let args = [
+        "--http".as_ref(),
+        "0".as_ref(),
+        "--record".as_ref(),
+        record.as_os_str(),
+    ];
+    node_listening("relay.mjs", &args, "relay: listening on ").await
+}
+
+/// Item 4 with several clients (HTTP): two clients' scripts ask the same
+/// server a question at the same time; each question reaches only the
+/// client whose script made the call (the server sends it on the response
+/// stream of that call), and each answer goes back to its own script.
+#[tokio::test]
+async fn over_http_each_client_gets_only_its_own_questions() {
+    let dir = scratch("relay-two-clients");
+    let (_server, port) = relay_http(&dir.join("record.jsonl")).await;
+    let config = write_config(
+        &dir,
+        &format!("[servers.r]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout_secs = 20\n"),
+    );
+    let (mut gateway, url) = crate::http::serve_http(&config).await;
+    let plan = |who: &str| {
+        json!({
+            "capabilities": {"elicitation": true},
+            "elicit": {"action": "accept", "content": {"answer": format!("from {who}")}, "delay_ms": 1500},
+            "steps": [{"execute": format!(r#"async () => forge.callTool("r", "ask", {{question: "question of {who}"}})"#)}]
+        })
+    };
+    let url = std::ffi::OsString::from(url);
+    let args = [url.as_os_str()];
+    let (a, b) = tokio::join!(client_with(&args, plan("A")), client_with(&args, plan("B")));
+    for (seen, who) in [(&a, "A"), (&b, "B")] {
+        assert_eq!(
+            result(&seen.steps[0])["content"]["answer"],
+            format!("from {who}"),
+            "{:?}",
+            seen.steps
+        );
+        let asked = seen.events["elicitations"].as_array().unwrap();
+        assert_eq!(asked.len(), 1, "{asked:?}");
+        assert_eq!(asked[0]["message"], format!("[r] question of {who}"));
+    }
+    gateway.start_kill().unwrap();
+}
+
+/// Item 7: the servers' prompts (namespaced `server.prompt`), resources and
+/// resource templates are on quickforge's own surface; `prompts/get`,
+/// `resources/read` (by URI and by template) and completions route to the
+/// owning server, and what comes back is redacted. A strict group's are
+/// left out, as for an execution not locked to it.
+#[tokio::test]
+async fn prompts_resources_and_completions_pass_through() {
+    let (_dir, config, _record) = setup("relay-surface", |record| {
+        format!(
+            "{}{}{}[groups.locked]\nservers = [\"hidden\"]\n",
+            relay_server("r", record, ""),
+            everything(),
+            relay_server("hidden", &record.with_extension("hidden"), "")
+        )
+    });
+    let seen = client(
+        &config,
+        json!({"steps": [
+            {"list_prompts": true},
+            {"get_prompt": "r.review", "args": {"file": "main.rs"}},
+            {"list_resources": true},
+            {"list_templates": true},
+            {"read": "note://readme"},
+            {"read": "note://12"},
+            {"complete": {"prompt": "r.review", "argument": {"name": "file", "value": "m"}}},
+            {"complete": {"template": "note://{id}", "argument": {"name": "id", "value": "1"}}},
+            {"get_prompt": "nosuch.review"},
+            {"read": "nowhere://x"}
+        ]}),
+    )
+    .await;
+    let s = &seen.steps;
+    let prompts = s[0]["prompts"].as_array().unwrap();
+    assert!(prompts.contains(&json!("r.review")), "{prompts:?}");
+    assert!(
+        prompts
+            .iter()
+            .any(|p| p.as_str().unwrap().starts_with("everything.")),
+        "{prompts:?}"
+    );
+    assert!(
+        !prompts
+            .iter()
+            .any(|p| p.as_str().unwrap().starts_with("hidden.")),
+        "{prompts:?}"
+    );
+    let text = s[1]["messages"][0].as_str().unwrap();
+    assert!(
+        text.starts_with("Review main.rs") && !text.contains("sk_live_aaaa"),
+        "{text}"
+    );
+    let resources = s[2]["resources"].as_array().unwrap();
+    assert!(resources.contains(&json!("note://readme")), "{resources:?}");
+    assert!(
+        resources.len() > 1,
+        "server-everything's too: {resources:?}"
+    );
+    assert!(
+        s[3]["templates"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("note://{id}")),
+        "{:?}",
+        s[3]
+    );
+    assert_eq!(s[4]["contents"], json!(["read me first"]));
+    assert_eq!(s[5]["contents"], json!(["note 12"]));
+    assert_eq!(s[6]["values"], json!(["main.rs", "mod.rs"]));
+    assert_eq!(s[7]["values"], json!(["1", "12"]));
+    assert!(
+        s[8]["error"].as_str().unwrap().contains("nosuch"),
+        "{:?}",
+        s[8]
+    );
+    assert!(
+        s[9]["error"].as_str().unwrap().contains("nowhere://x"),
+        "{:?}",
+        s[9]
+    );
+}
