@@ -22,7 +22,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use super::broken::Broken;
 use super::convert;
 use super::era::{self, EraMemory};
-use super::handler::Handler;
+use super::handler::{Handler, RefreshSet};
 use super::limited_http::LimitedHttp;
 use super::sse::SseTransport;
 use crate::config::{INHERITED_ENV, ServerConfig, Transport};
@@ -71,39 +71,6 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for LimitedLines<R> {
 
 /// Longest stderr line of a server kept in the gateway's log, bytes.
 pub const MAX_STDERR_LINE: usize = 4096;
-
-/// Servers whose tool lists need listing again. A set, not a queue: a
-/// server flooding `list_changed` notifications costs one entry and one
-/// listing per refresh round, never a growing backlog.
-#[derive(Debug, Default)]
-pub struct RefreshSet {
-    due: std::sync::Mutex<std::collections::BTreeSet<String>>,
-    notify: tokio::sync::Notify,
-}
-
-impl RefreshSet {
-    /// Marks `server` for a refresh.
-    pub fn push(&self, server: &str) {
-        let mut due = self.due.lock().unwrap_or_else(|p| p.into_inner());
-        if !due.contains(server) {
-            due.insert(server.to_string());
-        }
-        drop(due);
-        self.notify.notify_one();
-    }
-
-    /// Waits until some server is due.
-    pub async fn wait(&self) {
-        self.notify.notified().await;
-    }
-
-    /// Takes every due server.
-    pub fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.due.lock().unwrap_or_else(|p| p.into_inner()))
-            .into_iter()
-            .collect()
-    }
-}
 
 /// A live session with one server.
 pub struct Connection {

@@ -23,8 +23,40 @@ use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::Value;
 
-use super::downstream::RefreshSet;
 use crate::relay::{Asked, Hint, Owner, Relay};
+
+/// Servers whose tool lists need listing again. A set, not a queue: a
+/// server flooding `list_changed` notifications costs one entry and one
+/// listing per refresh round, never a growing backlog.
+#[derive(Debug, Default)]
+pub struct RefreshSet {
+    due: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    notify: tokio::sync::Notify,
+}
+
+impl RefreshSet {
+    /// Marks `server` for a refresh.
+    pub fn push(&self, server: &str) {
+        let mut due = self.due.lock().unwrap_or_else(|p| p.into_inner());
+        if !due.contains(server) {
+            due.insert(server.to_string());
+        }
+        drop(due);
+        self.notify.notify_one();
+    }
+
+    /// Waits until some server is due.
+    pub async fn wait(&self) {
+        self.notify.notified().await;
+    }
+
+    /// Takes every due server.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.due.lock().unwrap_or_else(|p| p.into_inner()))
+            .into_iter()
+            .collect()
+    }
+}
 
 /// The `_meta` key that tells the client which downstream server a relayed
 /// request comes from.

@@ -38,7 +38,8 @@ use crate::manifest::{Manifest, ServerEntry, ServerStatus, Snapshot};
 use crate::policy::{RateLimit, ServerGroup};
 use crate::relay::{Relay, Upstream};
 
-pub use downstream::{Connection, RefreshSet};
+pub use downstream::Connection;
+pub use handler::RefreshSet;
 pub use router::Router;
 pub use supervise::{MAX_PARALLEL_CONNECTS, MIN_CONNECT_TIME};
 

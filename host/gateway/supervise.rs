@@ -11,7 +11,8 @@ use backon::{BackoffBuilder as _, ExponentialBuilder};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::downstream::{self, RefreshSet};
+use super::downstream;
+use super::handler::RefreshSet;
 use super::{Gateway, Server};
 
 /// Servers connecting at once. Each stdio server is a process start (often
