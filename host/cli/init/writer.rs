@@ -81,7 +81,7 @@ pub(super) fn build(client: Client, file: &Path, source: &Source, target: &Path)
         text.push('\n');
     }
     if !skipped.is_empty() {
-        text.push_str("\n# Not carried over (they stay in the client's backup):\n");
+        text.push_str("\n# Not carried over (keep them in the client):\n");
         for (name, why) in &skipped {
             text.push_str(&format!("#   {name:?}: {}\n", one_line(why)));
         }
