@@ -52,7 +52,11 @@ fn pair(s: &str) -> Result<(String, String), String> {
 /// `./forge.toml`, as every command finds it.
 fn target(config: Option<PathBuf>) -> PathBuf {
     config
-        .or_else(|| std::env::var_os("FORGE_CONFIG").filter(|p| !p.is_empty()).map(PathBuf::from))
+        .or_else(|| {
+            std::env::var_os("FORGE_CONFIG")
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+        })
         .unwrap_or_else(|| PathBuf::from("forge.toml"))
 }
 
@@ -120,22 +124,36 @@ pub fn add(config: Option<PathBuf>, args: AddArgs) -> ExitCode {
             }
             (None, Some((command, rest))) => {
                 if !args.headers.is_empty() {
-                    return Err("--header is for HTTP servers (add NAME URL); a stdio server takes --env".to_string());
+                    return Err(
+                        "--header is for HTTP servers (add NAME URL); a stdio server takes --env"
+                            .to_string(),
+                    );
                 }
                 t.insert("command", value(command.as_str()));
-                t.insert("args", value(rest.iter().map(String::as_str).collect::<Array>()));
+                t.insert(
+                    "args",
+                    value(rest.iter().map(String::as_str).collect::<Array>()),
+                );
                 if !args.env.is_empty() {
                     t.insert("env", value(inline(&args.env)));
                 }
             }
-            _ => return Err("give a URL (add NAME URL) or a command after -- (add NAME -- COMMAND ARGS...)".to_string()),
+            _ => {
+                return Err(
+                    "give a URL (add NAME URL) or a command after -- (add NAME -- COMMAND ARGS...)"
+                        .to_string(),
+                );
+            }
         }
         if let Some(d) = &args.description {
             t.insert("description", value(d.as_str()));
         }
         for (k, v) in args.env.iter().chain(&args.headers) {
-            if (super::init::sensitive_name(k) || super::init::looks_secret(v)) && !v.contains("${") {
-                eprintln!("warning: {k} looks like a secret and is written in clear; consider {k}=\"${{VAR}}\" with VAR set in the MCP client's env");
+            if (super::init::sensitive_name(k) || super::init::looks_secret(v)) && !v.contains("${")
+            {
+                eprintln!(
+                    "warning: {k} looks like a secret and is written in clear; consider {k}=\"${{VAR}}\" with VAR set in the MCP client's env"
+                );
             }
         }
         let servers = servers_mut(&mut doc, true)?.ok_or("no [servers]")?;
@@ -181,7 +199,10 @@ pub fn remove(config: Option<PathBuf>, name: String) -> ExitCode {
             let hint = crate::suggest::did_you_mean(&name, names.iter().map(String::as_str))
                 .map(|s| format!("; did you mean {s:?}?"))
                 .unwrap_or_default();
-            return Err(format!("no server is named {name:?} in {}{hint}", path.display()));
+            return Err(format!(
+                "no server is named {name:?} in {}{hint}",
+                path.display()
+            ));
         }
         save(&path, &doc)
     })();
@@ -209,7 +230,9 @@ pub fn list(config: Option<PathBuf>) -> ExitCode {
     };
     let text = |item: Option<&Item>| item.and_then(Item::as_str).unwrap_or("").to_string();
     for (name, server) in servers.iter() {
-        let Some(s) = server.as_table_like() else { continue };
+        let Some(s) = server.as_table_like() else {
+            continue;
+        };
         let how = match s.get("url") {
             Some(url) => text(Some(url)),
             None => {

@@ -48,26 +48,67 @@ fn add_and_remove_keep_comments_and_round_trip() {
     let dir = scratch("edit-round-trip");
     let file = dir.join("forge.toml");
     std::fs::write(&file, COMMENTED).unwrap();
-    let out = quickforge(&dir, &["add", "fetch", "--env", "USER_AGENT=quickforge", "--", "uvx", "mcp-server-fetch", "--ignore-robots-txt"]);
+    let out = quickforge(
+        &dir,
+        &[
+            "add",
+            "fetch",
+            "--env",
+            "USER_AGENT=quickforge",
+            "--",
+            "uvx",
+            "mcp-server-fetch",
+            "--ignore-robots-txt",
+        ],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let added = std::fs::read_to_string(&file).unwrap();
     for line in COMMENTED.lines() {
         assert!(added.contains(line), "lost {line:?}:\n{added}");
     }
     let fetch = added.find("[servers.fetch]").expect("the new table");
-    assert!(fetch < added.find("[groups.internal]").unwrap(), "with the servers:\n{added}");
-    assert!(added.contains(r#"args = ["mcp-server-fetch", "--ignore-robots-txt"]"#), "{added}");
-    let out = quickforge(&dir, &["add", "remote", "https://mcp.example.com/mcp", "--header", "Authorization=Bearer ${REMOTE_TOKEN}"]);
+    assert!(
+        fetch < added.find("[groups.internal]").unwrap(),
+        "with the servers:\n{added}"
+    );
+    assert!(
+        added.contains(r#"args = ["mcp-server-fetch", "--ignore-robots-txt"]"#),
+        "{added}"
+    );
+    let out = quickforge(
+        &dir,
+        &[
+            "add",
+            "remote",
+            "https://mcp.example.com/mcp",
+            "--header",
+            "Authorization=Bearer ${REMOTE_TOKEN}",
+        ],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let config = quickforge::Config::parse_with_env(&std::fs::read_to_string(&file).unwrap(), &file, &|_| Some("t".into())).unwrap();
+    let config = quickforge::Config::parse_with_env(
+        &std::fs::read_to_string(&file).unwrap(),
+        &file,
+        &|_| Some("t".into()),
+    )
+    .unwrap();
     let names: Vec<_> = config.servers.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["fetch", "memory", "remote"]);
 
     let list = quickforge(&dir, &["list"]);
     let listed = String::from_utf8_lossy(&list.stdout);
-    assert!(listed.contains("fetch\tuvx mcp-server-fetch --ignore-robots-txt\tenv: USER_AGENT"), "{listed}");
-    assert!(listed.contains("remote\thttps://mcp.example.com/mcp\theaders: Authorization"), "{listed}");
-    assert!(!listed.contains("REMOTE_TOKEN") && !listed.contains("quickforge\n"), "values are not listed: {listed}");
+    assert!(
+        listed.contains("fetch\tuvx mcp-server-fetch --ignore-robots-txt\tenv: USER_AGENT"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("remote\thttps://mcp.example.com/mcp\theaders: Authorization"),
+        "{listed}"
+    );
+    assert!(
+        !listed.contains("REMOTE_TOKEN") && !listed.contains("quickforge\n"),
+        "values are not listed: {listed}"
+    );
 
     for name in ["remote", "fetch"] {
         let out = quickforge(&dir, &["remove", name]);
@@ -87,10 +128,25 @@ fn bad_edits_leave_the_file_unchanged() {
     std::fs::write(&file, COMMENTED).unwrap();
     let cases: &[(&[&str], &str)] = &[
         (&["add", "memory", "--", "node", "x.js"], "already in"),
-        (&["add", "bad name", "--", "node", "x.js"], "names are 1 to 64"),
-        (&["add", "plain", "http://mcp.example.com/mcp", "--header", "Authorization=Bearer x"], "clear text"),
+        (
+            &["add", "bad name", "--", "node", "x.js"],
+            "names are 1 to 64",
+        ),
+        (
+            &[
+                "add",
+                "plain",
+                "http://mcp.example.com/mcp",
+                "--header",
+                "Authorization=Bearer x",
+            ],
+            "clear text",
+        ),
         (&["add", "nothing"], "give a URL"),
-        (&["add", "both", "--header", "A=b", "--", "node"], "--header is for HTTP servers"),
+        (
+            &["add", "both", "--header", "A=b", "--", "node"],
+            "--header is for HTTP servers",
+        ),
         (&["remove", "memroy"], "did you mean \"memory\""),
         (&["remove", "memory"], "no server is named \"memory\""),
     ];
@@ -98,8 +154,15 @@ fn bad_edits_leave_the_file_unchanged() {
         let out = quickforge(&dir, args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), COMMENTED, "{args:?} changed the file");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            COMMENTED,
+            "{args:?} changed the file"
+        );
     }
-    let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(leftovers, ["forge.toml"], "no temporary files left behind");
 }

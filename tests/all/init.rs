@@ -41,7 +41,10 @@ impl Place {
                 f.join("claude-desktop/claude_desktop_config.json"),
                 self.home.join(".config/Claude/claude_desktop_config.json"),
             ),
-            "claude-code" => (f.join("claude-code/.mcp.json"), self.project.join(".mcp.json")),
+            "claude-code" => (
+                f.join("claude-code/.mcp.json"),
+                self.project.join(".mcp.json"),
+            ),
             "claude-code-user" => (
                 f.join("claude-code-user/.claude.json"),
                 self.home.join(".claude.json"),
@@ -57,7 +60,10 @@ impl Place {
                     self.project.join(".vscode/mcp.json"),
                 )
             }
-            "codex" => (f.join("codex/config.toml"), self.home.join(".codex/config.toml")),
+            "codex" => (
+                f.join("codex/config.toml"),
+                self.home.join(".codex/config.toml"),
+            ),
             other => panic!("no fixture for {other}"),
         };
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
@@ -134,7 +140,9 @@ const CASES: &[Case] = &[
         client: "claude-code-user",
         servers: &["airtable", "everything"],
         skipped: &[],
-        secrets: &["patQ7rT2vX9yZ4aB.6c1d8e3f0a5b2c7d9e4f1a6b3c8d0e5f2a7b4c9d1e6f3a8b5c0d7e2f9a4b1c6d3"],
+        secrets: &[
+            "patQ7rT2vX9yZ4aB.6c1d8e3f0a5b2c7d9e4f1a6b3c8d0e5f2a7b4c9d1e6f3a8b5c0d7e2f9a4b1c6d3",
+        ],
         references: &[],
     },
     Case {
@@ -168,7 +176,11 @@ fn snippet_env(client: &str, stdout: &str) -> (BTreeMap<String, String>, Vec<Str
         serde_json::to_value(&t["mcp_servers"]["quickforge"]).unwrap()
     } else {
         let v: Value = serde_json::from_str(stdout).expect("the snippet is JSON");
-        let key = if client == "vscode" { "servers" } else { "mcpServers" };
+        let key = if client == "vscode" {
+            "servers"
+        } else {
+            "mcpServers"
+        };
         let servers = v[key].as_object().unwrap();
         assert_eq!(servers.len(), 1, "only quickforge: {v}");
         servers["quickforge"].clone()
@@ -194,7 +206,9 @@ fn received(config: &quickforge::Config) -> Vec<String> {
     let mut out = Vec::new();
     for s in &config.servers {
         match &s.transport {
-            quickforge::Transport::Stdio { command, args, env, .. } => {
+            quickforge::Transport::Stdio {
+                command, args, env, ..
+            } => {
                 out.push(command.clone());
                 out.extend(args.iter().cloned());
                 out.extend(env.values().cloned());
@@ -222,13 +236,26 @@ fn init_reads_every_client_format_and_moves_secrets_into_the_snippet() {
         ok(&out);
         let forge = std::fs::read_to_string(place.forge()).unwrap();
         for secret in case.secrets {
-            assert!(!forge.contains(secret), "{}: {secret} in clear:\n{forge}", case.client);
+            assert!(
+                !forge.contains(secret),
+                "{}: {secret} in clear:\n{forge}",
+                case.client
+            );
         }
         for name in case.servers {
-            assert!(forge.contains(&format!("[servers.{name}]")), "{}: no {name}:\n{forge}", case.client);
+            assert!(
+                forge.contains(&format!("[servers.{name}]")),
+                "{}: no {name}:\n{forge}",
+                case.client
+            );
         }
         for name in case.skipped {
-            assert!(stderr(&out).contains(&format!("not carried over: {name:?}")), "{}: {}", case.client, stderr(&out));
+            assert!(
+                stderr(&out).contains(&format!("not carried over: {name:?}")),
+                "{}: {}",
+                case.client,
+                stderr(&out)
+            );
             assert!(!forge.contains(&format!("[servers.{name}]")));
         }
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -236,33 +263,60 @@ fn init_reads_every_client_format_and_moves_secrets_into_the_snippet() {
         assert_eq!(entry["command"], env!("CARGO_BIN_EXE_quickforge"));
         assert_eq!(entry["args"][2], place.forge().to_string_lossy().as_ref());
         for secret in case.secrets {
-            assert!(env.values().any(|v| v == secret), "{}: {secret} not in the snippet's env {env:?}", case.client);
+            assert!(
+                env.values().any(|v| v == secret),
+                "{}: {secret} not in the snippet's env {env:?}",
+                case.client
+            );
         }
         for (var, reference) in case.references {
-            assert_eq!(env.get(*var).map(String::as_str), Some(*reference), "{}: {env:?}", case.client);
+            assert_eq!(
+                env.get(*var).map(String::as_str),
+                Some(*reference),
+                "{}: {env:?}",
+                case.client
+            );
         }
         // What the client would pass: its env (references resolved to a
         // stand-in), the variables Codex forwards, VS Code's envFile.
         let mut passed: BTreeMap<String, String> = env
             .iter()
-            .map(|(k, v)| (k.clone(), if v.contains("${") { "from-the-client".into() } else { v.clone() }))
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    if v.contains("${") {
+                        "from-the-client".into()
+                    } else {
+                        v.clone()
+                    },
+                )
+            })
             .collect();
         for var in forwarded {
             passed.insert(var, "from-the-client".into());
         }
         if let Some(file) = entry["envFile"].as_str() {
             for line in std::fs::read_to_string(file).unwrap().lines() {
-                if let Some((k, v)) = line.split_once('=') && !k.starts_with('#') {
+                if let Some((k, v)) = line.split_once('=')
+                    && !k.starts_with('#')
+                {
                     passed.insert(k.into(), v.trim_matches('"').into());
                 }
             }
         }
-        let config = quickforge::Config::parse_with_env(&forge, &place.forge(), &|v| passed.get(v).cloned())
-            .unwrap_or_else(|e| panic!("{}: forge.toml does not load: {e}\n{forge}", case.client));
+        let config =
+            quickforge::Config::parse_with_env(&forge, &place.forge(), &|v| passed.get(v).cloned())
+                .unwrap_or_else(|e| {
+                    panic!("{}: forge.toml does not load: {e}\n{forge}", case.client)
+                });
         assert_eq!(config.servers.len(), case.servers.len());
         let got = received(&config);
         for secret in case.secrets {
-            assert!(got.iter().any(|v| v.contains(secret)), "{}: {secret} does not reach its server: {got:?}", case.client);
+            assert!(
+                got.iter().any(|v| v.contains(secret)),
+                "{}: {secret} does not reach its server: {got:?}",
+                case.client
+            );
         }
     }
 }
@@ -282,17 +336,30 @@ fn apply_then_undo_leaves_every_client_file_byte_identical() {
         let after = std::fs::read_to_string(&file).unwrap();
         let (env, _, _) = snippet_env(case.client, &after);
         for secret in case.secrets {
-            assert!(env.values().any(|v| v == secret), "{}: {after}", case.client);
+            assert!(
+                env.values().any(|v| v == secret),
+                "{}: {after}",
+                case.client
+            );
         }
         if case.client == "codex" {
-            assert!(after.contains("model = \"gpt-5-codex\""), "the rest of config.toml stays: {after}");
+            assert!(
+                after.contains("model = \"gpt-5-codex\""),
+                "the rest of config.toml stays: {after}"
+            );
         }
         if case.client == "claude-code-user" {
             let v: Value = serde_json::from_str(&after).unwrap();
             assert_eq!(v["numStartups"], 42);
             let project = place.project.to_string_lossy();
-            assert_eq!(v["projects"][project.as_ref()]["mcpServers"], serde_json::json!({}));
-            assert_eq!(v["projects"]["/some/other/project"]["mcpServers"]["not-here"]["command"], "other-server");
+            assert_eq!(
+                v["projects"][project.as_ref()]["mcpServers"],
+                serde_json::json!({})
+            );
+            assert_eq!(
+                v["projects"]["/some/other/project"]["mcpServers"]["not-here"]["command"],
+                "other-server"
+            );
         }
         // The one client with a backup is found without --client.
         ok(&place.quickforge(&["init", "--undo"]));
@@ -325,15 +392,27 @@ fn init_refuses_rather_than_overwrite() {
     let out = place.quickforge(&["init", "--force", "--apply"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--undo"), "{}", stderr(&out));
-    assert_eq!(std::fs::read(&file).unwrap(), applied, "the client file is untouched");
-    assert_eq!(std::fs::read(place.forge()).unwrap(), forge, "forge.toml is untouched");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        applied,
+        "the client file is untouched"
+    );
+    assert_eq!(
+        std::fs::read(place.forge()).unwrap(),
+        forge,
+        "forge.toml is untouched"
+    );
     ok(&place.quickforge(&["init", "--undo"]));
     assert_eq!(std::fs::read(&file).unwrap(), original);
 
     place.install("cursor");
     let out = place.quickforge(&["init", "--force"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("claude-desktop") && stderr(&out).contains("cursor"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("claude-desktop") && stderr(&out).contains("cursor"),
+        "{}",
+        stderr(&out)
+    );
 
     let jsonc = place.project.join("commented.json");
     std::fs::write(&jsonc, "{ // servers\n \"mcpServers\": {} }").unwrap();
@@ -368,7 +447,11 @@ async fn a_claude_desktop_user_switches_over_with_init_apply() {
     // Start it the way Claude Desktop does: the entry's command, args and env.
     let mut cmd = tokio::process::Command::new(entry["command"].as_str().unwrap());
     test_env(&mut cmd);
-    cmd.args(entry["args"].as_array().unwrap()[1..].iter().map(|a| a.as_str().unwrap()));
+    cmd.args(
+        entry["args"].as_array().unwrap()[1..]
+            .iter()
+            .map(|a| a.as_str().unwrap()),
+    );
     for (k, v) in entry["env"].as_object().unwrap() {
         cmd.env(k, v.as_str().unwrap());
     }
@@ -387,7 +470,11 @@ async fn a_claude_desktop_user_switches_over_with_init_apply() {
             }"#,
         )
         .await;
-    assert_eq!(value["servers"], serde_json::json!(["everything", "memory"]), "{value}");
+    assert_eq!(
+        value["servers"],
+        serde_json::json!(["everything", "memory"]),
+        "{value}"
+    );
     assert!(value["echo"].to_string().contains("switched"), "{value}");
     session.close().await;
 }

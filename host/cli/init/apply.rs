@@ -55,8 +55,13 @@ pub(super) fn undo(file: &Path) -> Result<(), String> {
         )
     })?;
     write_atomic(file, &bytes).map_err(|e| format!("could not restore {}: {e}", file.display()))?;
-    std::fs::remove_file(&backup)
-        .map_err(|e| format!("restored {}, but could not remove {}: {e}", file.display(), backup.display()))
+    std::fs::remove_file(&backup).map_err(|e| {
+        format!(
+            "restored {}, but could not remove {}: {e}",
+            file.display(),
+            backup.display()
+        )
+    })
 }
 
 /// `original` with its servers replaced by quickforge's entry; everything
@@ -74,9 +79,15 @@ fn rewrite(entry: &Entry<'_>, original: &str, places: &Places) -> Result<String,
     }
     let mut root: Map<String, Value> =
         serde_json::from_str(original).map_err(|e| format!("not plain JSON: {e}"))?;
-    let key = if entry.client == Client::Vscode { "servers" } else { "mcpServers" };
+    let key = if entry.client == Client::Vscode {
+        "servers"
+    } else {
+        "mcpServers"
+    };
     root.insert(key.into(), json!({ ENTRY: entry.json() }));
-    if entry.client == Client::ClaudeCodeUser && project_entries(&root, &places.project).next().is_some() {
+    if entry.client == Client::ClaudeCodeUser
+        && project_entries(&root, &places.project).next().is_some()
+    {
         // The project's local servers are behind quickforge now.
         let project = places.project.to_string_lossy().into_owned();
         if let Some(p) = root

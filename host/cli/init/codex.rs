@@ -10,9 +10,7 @@ use super::model::{Imported, Kind, Piece, Source, Template, text};
 
 /// Reads Codex's `config.toml`.
 pub(super) fn parse(source: &str) -> Result<Source, String> {
-    let root: Table = source
-        .parse()
-        .map_err(|e| format!("not valid TOML: {e}"))?;
+    let root: Table = source.parse().map_err(|e| format!("not valid TOML: {e}"))?;
     let servers = root
         .get("mcp_servers")
         .and_then(Value::as_table)
@@ -58,14 +56,23 @@ fn server(t: &Table) -> Kind {
     let table = |key: &str| -> Vec<(String, Template)> {
         t.get(key)
             .and_then(Value::as_table)
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), text(scalar(v)))).collect())
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), text(scalar(v))))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     if let Some(command) = string("command") {
         let mut env = table("env");
         // `env_vars`: names forwarded from Codex's environment (strings, or
         // tables with a `name` in newer releases).
-        for item in t.get("env_vars").and_then(Value::as_array).into_iter().flatten() {
+        for item in t
+            .get("env_vars")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let name = item
                 .as_str()
                 .or_else(|| item.get("name").and_then(Value::as_str));

@@ -71,7 +71,10 @@ fn choose(args: &InitArgs, places: &paths::Places) -> Result<(Client, PathBuf), 
     if let Some(from) = &args.from {
         let text = std::fs::read_to_string(from)
             .map_err(|e| format!("could not read {}: {e}", from.display()))?;
-        return Ok((args.format.unwrap_or_else(|| paths::detect(from, &text)), from.clone()));
+        return Ok((
+            args.format.unwrap_or_else(|| paths::detect(from, &text)),
+            from.clone(),
+        ));
     }
     if let Some(client) = args.client {
         return Ok((client, places.file(client)));
@@ -89,7 +92,11 @@ fn choose(args: &InitArgs, places: &paths::Places) -> Result<(Client, PathBuf), 
         [one] => Ok(one.clone()),
         [] => Err(format!(
             "found no {} here; looked for:\n{}\nname one with --client, or a file with --from",
-            if args.undo { "client file with a quickforge backup" } else { "MCP client configuration" },
+            if args.undo {
+                "client file with a quickforge backup"
+            } else {
+                "MCP client configuration"
+            },
             paths::ALL
                 .iter()
                 .map(|&c| format!("  {:<17} {}", c.id(), places.file(c).display()))
@@ -131,8 +138,13 @@ fn run(config: Option<PathBuf>, args: InitArgs) -> Result<ExitCode, String> {
             apply::backup_of(&file).display()
         ));
     }
-    let original = std::fs::read_to_string(&file)
-        .map_err(|e| format!("could not read {} ({}): {e}", file.display(), client.title()))?;
+    let original = std::fs::read_to_string(&file).map_err(|e| {
+        format!(
+            "could not read {} ({}): {e}",
+            file.display(),
+            client.title()
+        )
+    })?;
     let source = parse::parse(client, &file, &original, &places)
         .map_err(|e| format!("{} ({}): {e}", file.display(), client.title()))?;
     let built = writer::build(client, &file, &source, &target);

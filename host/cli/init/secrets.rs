@@ -161,7 +161,8 @@ impl Vars {
         let (scheme, secret) = match field {
             Field::Header(_) => match value.split_once(' ') {
                 Some((scheme, rest))
-                    if ["bearer", "basic", "token"].contains(&scheme.to_ascii_lowercase().as_str())
+                    if ["bearer", "basic", "token"]
+                        .contains(&scheme.to_ascii_lowercase().as_str())
                         && !rest.is_empty() =>
                 {
                     (format!("{scheme} "), rest)
@@ -185,7 +186,12 @@ impl Vars {
     }
 
     /// A variable of an `envFile`: `${KEY}`, read from `file` by the client.
-    pub(super) fn from_env_file(&mut self, server: &str, key: &str, file: &std::path::Path) -> String {
+    pub(super) fn env_file_var(
+        &mut self,
+        server: &str,
+        key: &str,
+        file: &std::path::Path,
+    ) -> String {
         let var = self.claim(&var_name(key), server, Moved::EnvFile(file.to_path_buf()));
         format!("${{{var}}}")
     }
@@ -233,12 +239,27 @@ mod tests {
     #[test]
     fn a_bearer_header_keeps_its_scheme_and_names_collide_safely() {
         let mut vars = Vars::default();
-        let a = vars.render("api", Field::Header("Authorization"), &vec![Piece::Text("Bearer s3cr3t".into())]);
+        let a = vars.render(
+            "api",
+            Field::Header("Authorization"),
+            &vec![Piece::Text("Bearer s3cr3t".into())],
+        );
         assert_eq!(a, "Bearer ${API_TOKEN}");
-        let b = vars.render("one", Field::Env("API_KEY"), &vec![Piece::Text("k1".into())]);
-        let c = vars.render("two", Field::Env("API_KEY"), &vec![Piece::Text("k2".into())]);
+        let b = vars.render(
+            "one",
+            Field::Env("API_KEY"),
+            &vec![Piece::Text("k1".into())],
+        );
+        let c = vars.render(
+            "two",
+            Field::Env("API_KEY"),
+            &vec![Piece::Text("k2".into())],
+        );
         assert_eq!((b.as_str(), c.as_str()), ("${API_KEY}", "${TWO_API_KEY}"));
         assert_eq!(vars.map["TWO_API_KEY"], Moved::Literal("k2".into()));
-        assert_eq!(vars.render("x", Field::Arg(0), &vec![Piece::Text("cost $5".into())]), "cost $$5");
+        assert_eq!(
+            vars.render("x", Field::Arg(0), &vec![Piece::Text("cost $5".into())]),
+            "cost $$5"
+        );
     }
 }

@@ -88,7 +88,10 @@ impl Entry<'_> {
     /// its own variables by name (`env_vars`), never renamed.
     pub(super) fn codex(&self) -> toml_edit::Table {
         let mut t = toml_edit::Table::new();
-        t.insert("command", toml_edit::value(self.program.to_string_lossy().as_ref()));
+        t.insert(
+            "command",
+            toml_edit::value(self.program.to_string_lossy().as_ref()),
+        );
         let mut args = toml_edit::Array::new();
         for a in self.args() {
             args.push(a);
@@ -103,7 +106,9 @@ impl Entry<'_> {
                 }
                 Moved::ClientVar { name, .. } => {
                     if name != var {
-                        eprintln!("warning: Codex forwards variables under their own names; set {var} to the value of {name} in Codex's environment");
+                        eprintln!(
+                            "warning: Codex forwards variables under their own names; set {var} to the value of {name} in Codex's environment"
+                        );
                     }
                     forwarded.push(var.as_str());
                 }
@@ -131,7 +136,11 @@ impl Entry<'_> {
                 doc.to_string()
             }
             client => {
-                let key = if client == Client::Vscode { "servers" } else { "mcpServers" };
+                let key = if client == Client::Vscode {
+                    "servers"
+                } else {
+                    "mcpServers"
+                };
                 let mut root = Map::new();
                 root.insert(key.into(), json!({ ENTRY: self.json() }));
                 let inputs = self.used_inputs();

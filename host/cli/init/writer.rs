@@ -135,7 +135,9 @@ fn header(client: Client, file: &Path, vars: &Vars, source: &Source) -> String {
         for (var, moved) in &vars.map {
             let what = match moved {
                 Moved::Literal(_) => "a secret moved out of the client's server entry".to_string(),
-                Moved::ClientVar { name, .. } => format!("the client's own environment variable {name}"),
+                Moved::ClientVar { name, .. } => {
+                    format!("the client's own environment variable {name}")
+                }
                 Moved::Input(id) => {
                     let description = source
                         .inputs
@@ -146,7 +148,10 @@ fn header(client: Client, file: &Path, vars: &Vars, source: &Source) -> String {
                         .unwrap_or_default();
                     format!("VS Code input {id:?}{description}, asked by the client")
                 }
-                Moved::EnvFile(path) => format!("read by the client from {}", one_line(&path.display().to_string())),
+                Moved::EnvFile(path) => format!(
+                    "read by the client from {}",
+                    one_line(&path.display().to_string())
+                ),
             };
             h.push_str(&format!("#   {var}: {what}\n"));
         }
@@ -159,7 +164,13 @@ fn header(client: Client, file: &Path, vars: &Vars, source: &Source) -> String {
 fn forge_name(name: &str, taken: &BTreeSet<String>) -> String {
     let mut base: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
         .take(MAX_NAME_LEN - 4)
         .collect();
     if base.trim_matches('-').is_empty() {
@@ -189,7 +200,12 @@ fn server(
     comment.push('\n');
     let mut file_used = None;
     match &imported.kind {
-        Kind::Stdio { command, args, env, cwd } => {
+        Kind::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
             t.insert("command", value(vars.render(name, Field::Command, command)));
             let mut list = Array::new();
             for (i, arg) in args.iter().enumerate() {
@@ -209,7 +225,7 @@ fn server(
                         continue;
                     }
                     let forge = if shared {
-                        vars.from_env_file(name, &k, path)
+                        vars.env_file_var(name, &k, path)
                     } else {
                         // The snippet carries one envFile; another one's
                         // values move like any other secret.
