@@ -50,7 +50,7 @@ fn pair(s: &str) -> Result<(String, String), String> {
 
 /// The file the commands edit: `--config`, else `$FORGE_CONFIG`, else
 /// `./forge.toml`, as every command finds it.
-fn target(config: Option<PathBuf>) -> PathBuf {
+pub(super) fn target(config: Option<PathBuf>) -> PathBuf {
     config
         .or_else(|| {
             std::env::var_os("FORGE_CONFIG")

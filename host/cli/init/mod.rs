@@ -54,8 +54,8 @@ pub struct InitArgs {
     force: bool,
 }
 
-/// Runs `quickforge init`; `config` is where forge.toml goes (default
-/// `./forge.toml`).
+/// Runs `quickforge init`; forge.toml goes to `config`, else
+/// `$FORGE_CONFIG`, else `./forge.toml`.
 pub fn init(config: Option<PathBuf>, args: InitArgs) -> ExitCode {
     match run(config, args) {
         Ok(code) => code,
@@ -125,7 +125,7 @@ fn run(config: Option<PathBuf>, args: InitArgs) -> Result<ExitCode, String> {
         eprintln!("restored {} from its backup", file.display());
         return Ok(ExitCode::SUCCESS);
     }
-    let target = absolute(&config.unwrap_or_else(|| PathBuf::from("forge.toml")))?;
+    let target = absolute(&super::edit::target(config))?;
     if target.exists() && !args.force {
         return Err(format!(
             "{} already exists; pass --force to overwrite it, or --config PATH to write elsewhere",
