@@ -23,6 +23,7 @@
 mod atomic;
 mod doctor;
 mod edit;
+mod health;
 mod init;
 mod logging;
 mod manifest;

@@ -15,6 +15,7 @@ mod faults;
 mod gateway;
 mod groups;
 mod handles;
+mod health;
 mod hostile;
 mod hostwork;
 mod http;
