@@ -10,8 +10,8 @@ use std::process::ExitCode;
 
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, value};
 
-use super::EXIT_USAGE;
 use super::atomic::write_atomic;
+use super::{EXIT_USAGE, config_path as target};
 use crate::config::Config;
 
 /// What `${VAR}`s stand for while an edited file is checked: the variable's
@@ -46,18 +46,6 @@ fn pair(s: &str) -> Result<(String, String), String> {
         Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
         _ => Err(format!("expected KEY=VALUE, got {s:?}")),
     }
-}
-
-/// The file the commands edit: `--config`, else `$FORGE_CONFIG`, else
-/// `./forge.toml`, as every command finds it.
-pub(super) fn target(config: Option<PathBuf>) -> PathBuf {
-    config
-        .or_else(|| {
-            std::env::var_os("FORGE_CONFIG")
-                .filter(|p| !p.is_empty())
-                .map(PathBuf::from)
-        })
-        .unwrap_or_else(|| PathBuf::from("forge.toml"))
 }
 
 /// Prints `error: {e}` and returns the usage status.

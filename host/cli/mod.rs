@@ -249,6 +249,18 @@ pub fn main() -> ExitCode {
     code
 }
 
+/// The file `init`, `add`, `remove` and `list` write or read: `--config`,
+/// else `$FORGE_CONFIG`, else `./forge.toml`, as the other commands find it.
+fn config_path(config: Option<PathBuf>) -> PathBuf {
+    config
+        .or_else(|| {
+            std::env::var_os("FORGE_CONFIG")
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+        })
+        .unwrap_or_else(|| PathBuf::from("forge.toml"))
+}
+
 /// Loads the configuration the way every command does, warning when there is
 /// none; a broken one is reported and ends the command with [`EXIT_USAGE`].
 fn load_config(path: Option<PathBuf>) -> Result<Config, ExitCode> {

@@ -125,7 +125,7 @@ fn run(config: Option<PathBuf>, args: InitArgs) -> Result<ExitCode, String> {
         eprintln!("restored {} from its backup", file.display());
         return Ok(ExitCode::SUCCESS);
     }
-    let target = absolute(&super::edit::target(config))?;
+    let target = absolute(&super::config_path(config))?;
     if target.exists() && !args.force {
         return Err(format!(
             "{} already exists; pass --force to overwrite it, or --config PATH to write elsewhere",
