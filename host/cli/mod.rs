@@ -6,7 +6,10 @@
 //! - `quickforge manifest`: what the servers offer;
 //! - `quickforge doctor`: is the configuration sound and every server reachable;
 //! - `quickforge tokens`: the context cost of quickforge against listing
-//!   every tool.
+//!   every tool;
+//! - `quickforge init`: forge.toml from an MCP client's server list, and the
+//!   client pointed at quickforge;
+//! - `quickforge add`, `remove`, `list`: edit forge.toml's servers.
 //!
 //! Exit status: 0 on success, 1 when the script failed or doctor found a
 //! problem, 2 on usage or configuration errors. Logs and diagnostics go to
@@ -15,9 +18,13 @@
 //! This module holds what every command shares: the clap definitions, the
 //! runtime, config loading and the start of the sandbox and gateway. Each
 //! command lives in its own file (`serve`, `run`, `manifest`, `doctor`,
-//! `tokens`), and the process's log in `logging`.
+//! `tokens`, `init/`, `edit`), and the process's log in `logging`.
 
+mod atomic;
 mod doctor;
+mod edit;
+mod health;
+mod init;
 mod logging;
 mod manifest;
 mod run;
@@ -92,6 +99,27 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write forge.toml from an MCP client's servers and print the entry that replaces them there.
+    #[command(after_help = "Examples:\n  \
+        quickforge init --apply                          # the one client found here, rewritten\n  \
+        quickforge init --client claude-desktop --config ~/.config/quickforge/forge.toml\n  \
+        quickforge init --from mcp.json --format cursor\n  \
+        quickforge init --undo                           # put the client's file back")]
+    Init(init::InitArgs),
+    /// Add a server to forge.toml, keeping its comments and layout.
+    #[command(after_help = "Examples:\n  \
+        quickforge add memory -- npx -y @modelcontextprotocol/server-memory\n  \
+        quickforge add github https://api.githubcopilot.com/mcp/ --header 'Authorization=Bearer ${GITHUB_TOKEN}'")]
+    Add(edit::AddArgs),
+    /// Remove a server from forge.toml, keeping the rest as it is.
+    #[command(after_help = "Example:\n  quickforge remove memory")]
+    Remove {
+        /// The server's name.
+        name: String,
+    },
+    /// List forge.toml's servers (names of env variables and headers, never their values).
+    #[command(after_help = "Example:\n  quickforge list --config forge.toml")]
+    List,
     /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell).
     #[command(after_help = "Examples:\n  \
         quickforge completions bash > ~/.local/share/bash-completion/completions/quickforge\n  \
@@ -180,6 +208,14 @@ pub fn main() -> ExitCode {
         }
         _ => {}
     }
+    // Editing files: nothing to start either.
+    let cli = match cli.command {
+        Some(Command::Init(args)) => return init::init(cli.config, args),
+        Some(Command::Add(args)) => return edit::add(cli.config, args),
+        Some(Command::Remove { name }) => return edit::remove(cli.config, name),
+        Some(Command::List) => return edit::list(cli.config),
+        _ => cli,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -200,12 +236,29 @@ pub fn main() -> ExitCode {
             Command::Doctor => doctor::doctor(cli.config).await,
             Command::Tokens { json } => tokens::tokens(cli.config, json).await,
             // Answered above, before the runtime.
-            Command::Completions { .. } | Command::Man { .. } => ExitCode::SUCCESS,
+            Command::Completions { .. }
+            | Command::Man { .. }
+            | Command::Init(_)
+            | Command::Add(_)
+            | Command::Remove { .. }
+            | Command::List => ExitCode::SUCCESS,
         }
     });
     // Blocking reads of stdin must not hold the process open.
     runtime.shutdown_timeout(Duration::from_secs(1));
     code
+}
+
+/// The file `init`, `add`, `remove` and `list` write or read: `--config`,
+/// else `$FORGE_CONFIG`, else `./forge.toml`, as the other commands find it.
+fn config_path(config: Option<PathBuf>) -> PathBuf {
+    config
+        .or_else(|| {
+            std::env::var_os("FORGE_CONFIG")
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+        })
+        .unwrap_or_else(|| PathBuf::from("forge.toml"))
 }
 
 /// Loads the configuration the way every command does, warning when there is

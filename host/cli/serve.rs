@@ -140,12 +140,12 @@ async fn serve_http(
         manager,
         limits: executor.sessions,
     });
-    let router =
-        axum::Router::new()
-            .nest_service("/mcp", service)
-            .layer(axum::middleware::from_fn(move |req, next| {
-                sessions_gate(gate.clone(), req, next)
-            }));
+    let router = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(move |req, next| {
+            sessions_gate(gate.clone(), req, next)
+        }))
+        .merge(super::health::routes(executor.clone()));
     // The one line on stdout in HTTP mode: where to connect. Tests and
     // scripts read it to learn the port when ADDR asked for port 0.
     println!("quickforge listening on http://{local}/mcp");

@@ -19,7 +19,10 @@ use serde::Deserialize;
 use toml::Spanned;
 
 pub use expand::{expand, references_with_fallbacks};
-pub use servers::{GroupConfig, INHERITED_ENV, Isolation, ManifestConfig, ServerConfig, Transport};
+pub use servers::{
+    GroupConfig, INHERITED_ENV, Isolation, MAX_NAME_LEN, ManifestConfig, ServerConfig, Transport,
+    carries_credentials,
+};
 
 use crate::sandbox::{CacheDir, MIN_HEAP, SandboxLimits};
 use crate::session::SessionLimits;

@@ -164,12 +164,16 @@ fn math_random_differs_between_processes() {
 /// `--help` shows an example.
 #[test]
 fn completions_man_pages_and_help_examples_cover_every_command() {
-    const COMMANDS: [&str; 7] = [
+    const COMMANDS: [&str; 11] = [
         "serve",
         "run",
         "manifest",
         "doctor",
         "tokens",
+        "init",
+        "add",
+        "remove",
+        "list",
         "completions",
         "man",
     ];

@@ -41,7 +41,8 @@ pub fn install_servers() {
     });
 }
 
-fn module(package: &str) -> String {
+/// The entry point of the reference server `package` from npm.
+pub fn module(package: &str) -> String {
     install_servers();
     servers_dir()
         .join("node_modules/@modelcontextprotocol")
