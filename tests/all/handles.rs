@@ -100,9 +100,15 @@ async fn a_handle_carries_the_stash_to_another_session() {
     assert_eq!(ok_value(&own), Value::Null);
     assert_ne!(handle_of(&own), handle, "B's own stash has its own handle");
 
+    // The audit writer works in the background: wait for the fourth line
+    // before the gateway is killed, or it may not be out yet.
+    let text = eventually(std::time::Duration::from_secs(10), || async {
+        let text = std::fs::read_to_string(&audit).unwrap_or_default();
+        (text.lines().count() >= 4).then_some(text)
+    })
+    .await;
     child.start_kill().unwrap();
     let _ = child.wait().await;
-    let text = std::fs::read_to_string(&audit).unwrap();
     assert!(
         !text.contains(&handle),
         "the audit log holds the capability"
