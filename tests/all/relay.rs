@@ -571,3 +571,51 @@ async fn prompts_resources_and_completions_pass_through() {
         s[9]
     );
 }
+
+/// Item 1 over HTTP: the end of the client's session (`DELETE`) stops the
+/// execution it had running, and its downstream call is cancelled.
+#[tokio::test]
+async fn the_end_of_an_http_session_stops_its_execution() {
+    crate::http::tls();
+    let (_dir, config, record) = setup("relay-delete", |record| relay_server("r", record, ""));
+    let (mut gateway, url) = crate::http::serve_http(&config).await;
+    let init = crate::http::raw_initialize(&url).await;
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let http = reqwest::Client::new();
+    let post = |body: Value| {
+        http.post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-06-18")
+            .json(&body)
+            .send()
+    };
+    post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await
+        .unwrap();
+    let code = r#"async () => forge.callTool("r", "slow", {ms: 30000})"#;
+    let running = tokio::spawn(post(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "execute", "arguments": {"code": code}}}),
+    ));
+    // Once the call is in flight downstream, the client ends its session.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let deleted = http
+        .delete(&url)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    let lines = recorded(&record, 1).await;
+    assert_eq!(
+        lines[0]["cancelled"], true,
+        "the server heard the cancellation: {lines:?}"
+    );
+    running.abort();
+    gateway.start_kill().unwrap();
+}
