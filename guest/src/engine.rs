@@ -33,6 +33,10 @@ use crate::quickforge::sandbox::types::{
 
 const PRELUDE: &str = include_str!("prelude.js");
 
+/// The web-platform globals (timers, `URL`, `TextEncoder`, ...), in JS over
+/// the natives of [`apis`].
+const WEB: &str = include_str!("web.js");
+
 /// File name scripts are compiled under; shows in stacks and syntax errors.
 const SCRIPT_NAME: &str = "script.js";
 
@@ -100,6 +104,7 @@ impl Engine {
             Context::custom::<CompilerIntrinsics>(&runtime).map_err(|e| e.to_string())?;
         let sandbox = Context::custom::<SandboxIntrinsics>(&runtime).map_err(|e| e.to_string())?;
         let bytecode = compile(&compiler, PRELUDE, "prelude.js")?;
+        let web = compile(&compiler, WEB, "web.js")?;
         let hooks = sandbox.with(|ctx| -> Result<_, String> {
             let describe = |e: rquickjs::Error| format!("{e}: {:?}", ctx.catch());
             let prelude = load(&ctx, &bytecode).map_err(describe)?;
@@ -107,9 +112,15 @@ impl Engine {
                 .into_function()
                 .ok_or("the prelude is not a function")?;
             let host = apis::host_object(&ctx).map_err(describe)?;
-            let hooks: Object = prelude.call((host,)).map_err(describe)?;
+            let hooks: Object = prelude.call((host.clone(),)).map_err(describe)?;
             let make_error: Function = hooks.get("makeError").map_err(describe)?;
             apis::set_make_error(&ctx, make_error);
+            let web = load(&ctx, &web)
+                .map_err(describe)?
+                .into_function()
+                .ok_or("web.js is not a function")?;
+            let web_hooks: Object = web.call((host,)).map_err(describe)?;
+            apis::set_web_hooks(&ctx, web_hooks);
             crate::json::prepare(&ctx).map_err(describe)?;
             Ok(Persistent::save(&ctx, hooks))
         })?;
@@ -125,6 +136,7 @@ impl Engine {
 
     fn run(&self, options: &RunOptions, code: &str) -> Result<Outcome, ScriptError> {
         apis::reseed();
+        apis::begin();
         heap::begin(usize::try_from(options.js_memory_limit).unwrap_or(usize::MAX));
         // Parenthesized, so the code must be one expression; the opening
         // parenthesis shifts columns on line 1, which `script_positions` undoes.
