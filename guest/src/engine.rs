@@ -176,7 +176,12 @@ impl Engine {
             self.drive(&ctx, &promise)
                 .map_err(|(e, doing)| fail(doing)(e))?;
             match promise.result::<Value>() {
-                Some(Ok(value)) => serialize(&ctx, &hooks, value, options.max_output_bytes),
+                Some(Ok(value)) => {
+                    if value.is_undefined() {
+                        crate::hints::nothing_returned(apis::calls_asked());
+                    }
+                    serialize(&ctx, &hooks, value, options.max_output_bytes)
+                }
                 Some(Err(e)) => Err(running(e)),
                 None => Err(never_settled()),
             }
@@ -324,6 +329,16 @@ fn stringify<'js>(
     hooks: &Object<'js>,
     value: Value<'js>,
 ) -> Result<String, ScriptError> {
+    if let Some(path) = crate::hints::promise_path(hooks, &value) {
+        return Err(error(
+            ScriptErrorKind::NotSerializable,
+            format!(
+                "the result holds a Promise at `{path}`: it was never awaited, so it would \
+                 serialize as {{}}; `await` it (e.g. `const r = await forge.callTool(...)`) \
+                 before returning it"
+            ),
+        ));
+    }
     Ok(match ctx.json_stringify(value) {
         Ok(Some(s)) => s
             .to_string()
@@ -385,11 +400,12 @@ fn exception<'js>(
             crate::codes::text(&f.code),
             f.message
         ),
-        None => plain_message(&exc),
+        None => crate::hints::with_hint(plain_message(&exc)),
     };
     let stack = exc
         .as_object()
         .and_then(|o| o.get::<_, Option<String>>("stack").ok().flatten())
+        .map(|s| crate::hints::script_frames(&s))
         .filter(|s| !s.is_empty())
         .map(|s| script_positions(&s));
     ScriptError {

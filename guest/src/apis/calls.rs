@@ -28,9 +28,21 @@ struct Settlers {
 }
 
 thread_local! {
+    /// Tool calls this run asked for (started or refused by the host).
+    static STARTED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
     /// Host operations started in this run and not yet completed. A short
     /// list searched by call id: it holds only what is in flight at once.
     static PENDING: RefCell<Vec<Settlers>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Tool calls this run asked the host for.
+pub fn calls_asked() -> u32 {
+    STARTED.get()
+}
+
+/// Starts a run: no tool call asked for yet.
+pub fn begin() {
+    STARTED.set(0);
 }
 
 /// Number of host operations started and not yet completed, timers
@@ -340,8 +352,21 @@ unsafe extern "C" fn call_tool(
         let mut id = 0;
         let promise = started(ctx, || {
             let server = Name::new(ctx, "server", arg(0))?;
+            if !qjs::JS_IsString(arg(1))
+                && let Some((s, t)) = server.split_once('.')
+            {
+                return Err(usage(
+                    format!(
+                        "forge.callTool takes the server and the tool as two strings, \
+                         got {:?} and no tool name",
+                        &*server
+                    ),
+                    Some(&format!("did you mean forge.callTool({s:?}, {t:?}, args)?")),
+                ));
+            }
             let tool = Name::new(ctx, "tool", arg(1))?;
             let args = args_json(ctx, arg(2))?;
+            STARTED.set(STARTED.get() + 1);
             let started = tools::start_call(&server, &tool, &args);
             if let Ok(started) = started {
                 id = started;

@@ -37,9 +37,14 @@ mod timers;
 mod url;
 mod web;
 
-pub use calls::{in_flight, settle};
+pub use calls::{calls_asked, in_flight, settle};
 pub use random::reseed;
-pub use timers::begin;
+
+/// Starts a run: clocks and counters of the API modules.
+pub fn begin() {
+    calls::begin();
+    timers::begin();
+}
 
 thread_local! {
     /// The prelude's `ForgeError` factory, set once the prelude has run.
