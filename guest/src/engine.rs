@@ -41,9 +41,10 @@ const WEB: &str = include_str!("web.js");
 const SCRIPT_NAME: &str = "script.js";
 
 /// Intrinsics of the sandbox context. Not `Eval` (see the module docs) and
-/// not `Performance` (a high-resolution timer is a side channel and nothing
-/// in the API needs it). `Proxy` is only there for `forge.server`; the
-/// prelude captures it and removes the global.
+/// not `Performance` (its high-resolution clock is a side channel; `web.js`
+/// defines a `performance.now` coarsened to 100 µs instead). `Proxy` is only
+/// there for `forge.server` and the forgotten-`await` hint; the prelude
+/// captures it and removes the global.
 type SandboxIntrinsics = (
     intrinsic::Date,
     intrinsic::RegExpCompiler,

@@ -16,6 +16,7 @@
   const ObjectFreeze = Object.freeze;
   const ObjectDefineProperty = Object.defineProperty;
   const ObjectKeys = Object.keys;
+  const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
   const ArrayIsArray = Array.isArray;
   const apply = Reflect.apply;
   const ProxyCtor = Proxy;
@@ -365,16 +366,14 @@
       if (v instanceof PromiseCtor) return path;
       if (seen.has(v)) return null;
       seen.set(v, true);
-      if (ArrayIsArray(v)) {
-        for (let i = 0; i < v.length; i++) {
-          const found = walk(v[i], `${path}[${i}]`);
-          if (found !== null) return found;
-        }
-        return null;
-      }
+      // Data properties only: a getter runs when the result is encoded,
+      // and must run exactly once.
+      const array = ArrayIsArray(v);
       const keys = ObjectKeys(v);
       for (let i = 0; i < keys.length; i++) {
-        const found = walk(v[keys[i]], `${path}.${keys[i]}`);
+        const d = ObjectGetOwnPropertyDescriptor(v, keys[i]);
+        if (d === undefined || !("value" in d)) continue;
+        const found = walk(d.value, array ? `${path}[${keys[i]}]` : `${path}.${keys[i]}`);
         if (found !== null) return found;
       }
       return null;
