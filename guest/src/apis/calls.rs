@@ -443,8 +443,21 @@ fn raw_function<'js>(
     }
 }
 
-/// Puts `callTool` and `readResource` on `host`.
+/// Puts `callTool`, `readResource` and `cancel` on `host`.
 pub fn register<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> Result<()> {
+    // `cancel(id)`: stop waiting for a call (its `AbortSignal` fired) or a
+    // timer (cleared); the host drops it.
+    host.set(
+        "cancel",
+        rquickjs::Function::new(ctx.clone(), |ctx: Ctx<'js>, id: f64| {
+            // Ids are u32s that crossed as numbers (see `timerStart`).
+            let id = id as u32;
+            if super::timers::fired(id).is_none() {
+                forget(&ctx, id);
+            }
+            crate::quickforge::sandbox::calls::cancel(id);
+        })?,
+    )?;
     host.set("callTool", raw_function(ctx, call_tool, c"callTool", 3)?)?;
     host.set(
         "readResource",

@@ -1,6 +1,6 @@
 //! The natives behind the web timers (`setTimeout`, `setInterval`,
-//! `AbortSignal.timeout`), `performance.now`, and cancelling a host
-//! operation (an aborted `callTool`, a cleared timer).
+//! `AbortSignal.timeout`) and `performance.now`. (Cancelling a timer or a
+//! call is `cancel`, in [`super::calls`].)
 //!
 //! A timer is a host completion like a tool call (`calls.start-timer`), so
 //! a script waiting on one blocks in `next-completion` beside its calls,
@@ -66,7 +66,7 @@ fn now() -> f64 {
     (ms / NOW_RESOLUTION_MS).floor() * NOW_RESOLUTION_MS
 }
 
-/// Puts `now`, `timerStart` and `cancel` on `host`.
+/// Puts `now` and `timerStart` on `host`.
 pub fn register<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> Result<()> {
     host.set("now", Function::new(ctx.clone(), now)?)?;
     host.set(
@@ -83,17 +83,6 @@ pub fn register<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> Result<()> {
                 }
                 Err(message) => Err(Exception::throw_range(&ctx, &message)),
             }
-        })?,
-    )?;
-    host.set(
-        "cancel",
-        Function::new(ctx.clone(), |ctx: Ctx<'js>, id: f64| {
-            // Ids are u32s that crossed as numbers (see `timerStart`).
-            let id = id as u32;
-            if fired(id).is_none() {
-                super::calls::forget(&ctx, id);
-            }
-            calls::cancel(id);
         })?,
     )?;
     Ok(())
