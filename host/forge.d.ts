@@ -1,4 +1,5 @@
 // search mode: only manifest and logs; forge calls and stash reject (MODE_DENIED)
+// globals: timers, AbortController, URL, TextEncoder/Decoder, atob/btoa, structuredClone, crypto, performance; no fetch or Intl
 type Log = (...a: any[]) => void;
 type Err = { name: string; code: string; message: string; retryable: boolean; suggestion: string | null };
 // s.tool(args); s.cat.tool(args) calls tool "cat.tool"
@@ -11,7 +12,7 @@ declare class ForgeError extends Error {
   toJSON(): Err;
 }
 declare const forge: {
-  callTool(server: string, tool: string, args?: object): Promise<any>;
+  callTool(server: string, tool: string, args?: object, opts?: { signal: AbortSignal }): Promise<any>;
   server(name: string): Server;
   readResource(server: string, uri: string): Promise<any>;
   stash: { // across executions: result.stash -> execute's stash; ttl s

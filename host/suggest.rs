@@ -65,6 +65,32 @@ pub fn sentence(found: &[&str]) -> Option<String> {
     }
 }
 
+/// Most configured names [`listing`] shows: enough for any usual gateway,
+/// bounded so a gateway of hundreds of servers does not flood an error.
+pub const MAX_LISTED: usize = 20;
+
+/// The known names as a suggestion, when none is close to the one asked
+/// for: `the configured names are "a", "b"` (the first [`MAX_LISTED`], and
+/// how many more).
+pub fn listing<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let mut names: Vec<&str> = names.into_iter().collect();
+    names.sort_unstable();
+    let shown: Vec<String> = names
+        .iter()
+        .take(MAX_LISTED)
+        .map(|s| format!("{s:?}"))
+        .collect();
+    match names.len() {
+        0 => None,
+        n if n > MAX_LISTED => Some(format!(
+            "the configured names are {} and {} more (see manifest.servers)",
+            shown.join(", "),
+            n - MAX_LISTED
+        )),
+        _ => Some(format!("the configured names are {}", shown.join(", "))),
+    }
+}
+
 /// Lowercase without `_`, `-`, `.` and spaces.
 fn fold(s: &str) -> String {
     s.chars()

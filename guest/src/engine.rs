@@ -33,13 +33,18 @@ use crate::quickforge::sandbox::types::{
 
 const PRELUDE: &str = include_str!("prelude.js");
 
+/// The web-platform globals (timers, `URL`, `TextEncoder`, ...), in JS over
+/// the natives of [`apis`].
+const WEB: &str = include_str!("web.js");
+
 /// File name scripts are compiled under; shows in stacks and syntax errors.
 const SCRIPT_NAME: &str = "script.js";
 
 /// Intrinsics of the sandbox context. Not `Eval` (see the module docs) and
-/// not `Performance` (a high-resolution timer is a side channel and nothing
-/// in the API needs it). `Proxy` is only there for `forge.server`; the
-/// prelude captures it and removes the global.
+/// not `Performance` (its high-resolution clock is a side channel; `web.js`
+/// defines a `performance.now` coarsened to 100 µs instead). `Proxy` is only
+/// there for `forge.server` and the forgotten-`await` hint; the prelude
+/// captures it and removes the global.
 type SandboxIntrinsics = (
     intrinsic::Date,
     intrinsic::RegExpCompiler,
@@ -100,6 +105,7 @@ impl Engine {
             Context::custom::<CompilerIntrinsics>(&runtime).map_err(|e| e.to_string())?;
         let sandbox = Context::custom::<SandboxIntrinsics>(&runtime).map_err(|e| e.to_string())?;
         let bytecode = compile(&compiler, PRELUDE, "prelude.js")?;
+        let web = compile(&compiler, WEB, "web.js")?;
         let hooks = sandbox.with(|ctx| -> Result<_, String> {
             let describe = |e: rquickjs::Error| format!("{e}: {:?}", ctx.catch());
             let prelude = load(&ctx, &bytecode).map_err(describe)?;
@@ -107,9 +113,15 @@ impl Engine {
                 .into_function()
                 .ok_or("the prelude is not a function")?;
             let host = apis::host_object(&ctx).map_err(describe)?;
-            let hooks: Object = prelude.call((host,)).map_err(describe)?;
+            let hooks: Object = prelude.call((host.clone(),)).map_err(describe)?;
             let make_error: Function = hooks.get("makeError").map_err(describe)?;
             apis::set_make_error(&ctx, make_error);
+            let web = load(&ctx, &web)
+                .map_err(describe)?
+                .into_function()
+                .ok_or("web.js is not a function")?;
+            let web_hooks: Object = web.call((host,)).map_err(describe)?;
+            apis::set_web_hooks(&ctx, web_hooks);
             crate::json::prepare(&ctx).map_err(describe)?;
             Ok(Persistent::save(&ctx, hooks))
         })?;
@@ -125,6 +137,7 @@ impl Engine {
 
     fn run(&self, options: &RunOptions, code: &str) -> Result<Outcome, ScriptError> {
         apis::reseed();
+        apis::begin();
         heap::begin(usize::try_from(options.js_memory_limit).unwrap_or(usize::MAX));
         // Parenthesized, so the code must be one expression; the opening
         // parenthesis shifts columns on line 1, which `script_positions` undoes.
@@ -164,7 +177,12 @@ impl Engine {
             self.drive(&ctx, &promise)
                 .map_err(|(e, doing)| fail(doing)(e))?;
             match promise.result::<Value>() {
-                Some(Ok(value)) => serialize(&ctx, &hooks, value, options.max_output_bytes),
+                Some(Ok(value)) => {
+                    if value.is_undefined() {
+                        crate::hints::nothing_returned(apis::calls_asked());
+                    }
+                    serialize(&ctx, &hooks, value, options.max_output_bytes)
+                }
                 Some(Err(e)) => Err(running(e)),
                 None => Err(never_settled()),
             }
@@ -312,6 +330,16 @@ fn stringify<'js>(
     hooks: &Object<'js>,
     value: Value<'js>,
 ) -> Result<String, ScriptError> {
+    if let Some(path) = crate::hints::promise_path(hooks, &value) {
+        return Err(error(
+            ScriptErrorKind::NotSerializable,
+            format!(
+                "the result holds a Promise at `{path}`: it was never awaited, so it would \
+                 serialize as {{}}; `await` it (e.g. `const r = await forge.callTool(...)`) \
+                 before returning it"
+            ),
+        ));
+    }
     Ok(match ctx.json_stringify(value) {
         Ok(Some(s)) => s
             .to_string()
@@ -373,11 +401,12 @@ fn exception<'js>(
             crate::codes::text(&f.code),
             f.message
         ),
-        None => plain_message(&exc),
+        None => crate::hints::with_hint(plain_message(&exc)),
     };
     let stack = exc
         .as_object()
         .and_then(|o| o.get::<_, Option<String>>("stack").ok().flatten())
+        .map(|s| crate::hints::script_frames(&s))
         .filter(|s| !s.is_empty())
         .map(|s| script_positions(&s));
     ScriptError {

@@ -14,8 +14,11 @@
 //! - [`apis`]: the `host` object of native functions the JS prelude uses to
 //!   reach the host, one module per JS API (calls, stash, manifest, logging,
 //!   random).
+//! - [`hints`]: what the model reads about its usual mistakes (a missing
+//!   `await` or `return`, a name the sandbox will never have).
 //! - [`json`]: a fast JSON encoder for plain data, in front of `JSON.stringify`.
 //! - `prelude.js`: the JS API (`forge`, `manifest`, `console`, `ForgeError`).
+//! - `web.js`: the web-platform globals (timers, `URL`, `TextEncoder`, ...).
 
 wit_bindgen::generate!({
     world: "sandbox",
@@ -27,6 +30,7 @@ mod codes;
 mod describe;
 mod engine;
 mod heap;
+mod hints;
 mod json;
 
 struct Component;

@@ -16,6 +16,7 @@
   const ObjectFreeze = Object.freeze;
   const ObjectDefineProperty = Object.defineProperty;
   const ObjectKeys = Object.keys;
+  const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
   const ArrayIsArray = Array.isArray;
   const apply = Reflect.apply;
   const ProxyCtor = Proxy;
@@ -330,6 +331,56 @@
     }),
   );
 
+  // -- hints for a forgotten `await` ----------------------------------------
+
+  // A property a Promise does not have, read on one, is almost always a
+  // forgotten `await` (`r.split(" ")`, `r.items.length`). Promise.prototype
+  // gets a prototype of its own: a Proxy over Object.prototype that turns
+  // such a read into a TypeError saying so. Symbols, what Object.prototype
+  // has and `toJSON` (JSON.stringify's probe) read as usual, so `await`,
+  // conversions and serialization are untouched; only a read that would
+  // have given `undefined` throws.
+  const ObjectProto = Object.prototype;
+  const TypeErrorCtor = TypeError;
+  const ReflectGet = Reflect.get;
+  Object.setPrototypeOf(
+    PromiseCtor.prototype,
+    new ProxyCtor(ObjectProto, {
+      get(target, prop, receiver) {
+        if (typeof prop === "symbol" || prop in target || prop === "toJSON") return apply(ReflectGet, undefined, [target, prop, receiver]);
+        throw new TypeErrorCtor(`cannot read .${prop} of a Promise: the value is a Promise, not its result; add \`await\` (e.g. \`const r = await forge.callTool(...)\`)`);
+      },
+    }),
+  );
+
+  // Most values `promisePath` visits: a result is data, seldom this large,
+  // and the walk only runs when the fast JSON encoder has given up.
+  const MAX_VISIT = 100000;
+
+  // Where a result holds a Promise (`result.r`, `result.items[2]`), or null.
+  function promisePath(value) {
+    const seen = new WeakMap();
+    let visited = 0;
+    const walk = (v, path) => {
+      if (v === null || typeof v !== "object" || visited++ > MAX_VISIT) return null;
+      if (v instanceof PromiseCtor) return path;
+      if (seen.has(v)) return null;
+      seen.set(v, true);
+      // Data properties only: a getter runs when the result is encoded,
+      // and must run exactly once.
+      const array = ArrayIsArray(v);
+      const keys = ObjectKeys(v);
+      for (let i = 0; i < keys.length; i++) {
+        const d = ObjectGetOwnPropertyDescriptor(v, keys[i]);
+        if (d === undefined || !("value" in d)) continue;
+        const found = walk(d.value, array ? `${path}[${keys[i]}]` : `${path}.${keys[i]}`);
+        if (found !== null) return found;
+      }
+      return null;
+    };
+    return walk(value, "result");
+  }
+
   // -- the global object ----------------------------------------------------
 
   const hidden = (name, value) =>
@@ -356,5 +407,6 @@
     makeError: (code, message, retryable, suggestion) => new ForgeError(code, message, retryable, suggestion),
     toPromise: promiseResolve,
     isForgeError: (e) => e instanceof ForgeError,
+    promisePath,
   });
 })

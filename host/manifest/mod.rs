@@ -376,17 +376,28 @@ impl Manifest {
         self.servers.get(name)
     }
 
+    /// Whether `server` is configured and has a tool named `tool`.
+    fn has_tool(&self, server: &str, tool: &str) -> bool {
+        self.servers
+            .get(server)
+            .is_some_and(|e| e.tool(tool).is_some())
+    }
+
     /// Every server, by name.
     pub fn servers(&self) -> impl Iterator<Item = &Arc<ServerEntry>> {
         self.servers.values()
     }
 
-    /// The entry of `name`, or `SERVER_NOT_FOUND` with did-you-mean.
+    /// The entry of `name`, or `SERVER_NOT_FOUND` with did-you-mean, or,
+    /// when no configured name is close, the configured names (the first
+    /// [`suggest::MAX_LISTED`]): a model that guessed `"github"` learns
+    /// what exists instead of reading the manifest first.
     pub fn require_server(&self, name: &str) -> Result<&Arc<ServerEntry>, ForgeError> {
         self.servers.get(name).ok_or_else(|| {
-            let found = suggest::suggestions(name, self.servers.keys().map(String::as_str));
+            let names = || self.servers.keys().map(String::as_str);
+            let found = suggest::suggestions(name, names());
             let mut err = ForgeError::server_not_found(name);
-            if let Some(s) = suggest::sentence(&found) {
+            if let Some(s) = suggest::sentence(&found).or_else(|| suggest::listing(names())) {
                 err = err.suggest(s);
             }
             err
@@ -394,8 +405,21 @@ impl Manifest {
     }
 
     /// The tool `server`/`tool`, or why its policy hides it, or
-    /// `SERVER_NOT_FOUND` / `TOOL_NOT_FOUND` with did-you-mean.
+    /// `SERVER_NOT_FOUND` / `TOOL_NOT_FOUND` with did-you-mean. A server
+    /// name that is really `server.tool`, or a server and tool given the
+    /// wrong way round, gets the call that was meant as its suggestion.
     pub fn lookup_tool(&self, server: &str, tool: &str) -> Result<Lookup<'_>, ForgeError> {
+        if !self.servers.contains_key(server) {
+            let meant = match server.split_once('.') {
+                Some((s, t)) if self.has_tool(s, t) => Some((s, t)),
+                _ if self.has_tool(tool, server) => Some((tool, server)),
+                _ => None,
+            };
+            if let Some((s, t)) = meant {
+                return Err(ForgeError::server_not_found(server)
+                    .suggest(format!("did you mean forge.callTool({s:?}, {t:?}, args)?")));
+            }
+        }
         let entry = self.require_server(server)?;
         match entry.tool(tool) {
             Some(t) => Ok(Lookup::Found(entry, t)),

@@ -274,7 +274,8 @@ impl Sandbox {
             let outcome = instance.call_run(&mut store, options, code).await?;
             // Calls the script started and never awaited still go out (a
             // fire-and-forget `forge.callTool` is a request, not a no-op);
-            // their results are dropped.
+            // their results are dropped. Timers still pending are dropped
+            // with the store: none outlives its execution.
             while store.data_mut().calls.next().await.is_some() {}
             wasmtime::Result::Ok(outcome)
         };
@@ -550,6 +551,10 @@ impl ResourceLimiter for MemoryLimiter {
 /// A finished host operation: its call id and its JSON result or error.
 type Completed = (u32, Result<String, ForgeError>);
 
+/// Host operations in flight, each cancellable: one that `calls.cancel`
+/// dropped completes as `None`.
+type InFlight = FuturesUnordered<BoxFuture<Option<Completed>>>;
+
 /// The data of one execution's `Store`.
 struct ExecutionState {
     wasi: WasiCtx,
@@ -561,7 +566,14 @@ struct ExecutionState {
     /// task while the guest waits in `next-completion`: a call that is ready
     /// at once costs no cross-thread wake-up, and all calls in flight make
     /// progress together. Dropping them (the execution ended) cancels them.
-    calls: FuturesUnordered<BoxFuture<Completed>>,
+    calls: InFlight,
+    /// Timers pending (see `imports/calls.rs`): polled like calls, but
+    /// dropped, not drained, when the run has its result.
+    timers: InFlight,
+    /// How to cancel each call and timer in flight, by id.
+    aborts: std::collections::HashMap<u32, futures_util::future::AbortHandle>,
+    /// Timers started in this run, which numbers them.
+    timers_started: u32,
     logs: Vec<LogLine>,
     log_bytes: usize,
     logs_dropped: u32,
@@ -599,6 +611,9 @@ impl ExecutionState {
             },
             pipeline: Pipeline::new(mode, call_limits, cx),
             calls: FuturesUnordered::new(),
+            timers: FuturesUnordered::new(),
+            aborts: std::collections::HashMap::new(),
+            timers_started: 0,
             logs: Vec::new(),
             log_bytes: 0,
             logs_dropped: 0,

@@ -517,7 +517,7 @@ pub const BYPASSES: &[(&str, &str)] = &[
     ),
     (
         "runtime: fromCharCode alias",
-        r#"async () => { const { fromCharCode: d } = String; return globalThis.setTimeout ? d(80, 87, 78, 69, 68) : ""; }"#,
+        r#"async () => { const { fromCharCode: d } = String; return globalThis.process ? d(80, 87, 78, 69, 68) : ""; }"#,
     ),
     (
         "string-raw|computed-global: String.raw tag",

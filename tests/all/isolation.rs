@@ -50,14 +50,17 @@ async fn the_stash_is_the_only_channel_between_executions() {
     assert_eq!(value(&other), &json!(null));
 }
 
+/// (`setTimeout`, `setInterval` and `performance` exist since issue 18 on
+/// purpose: timers are host completions held to the execution's deadline,
+/// and `performance.now` is coarsened to 100 µs; see `webglobals.rs`.)
 #[tokio::test]
 async fn no_host_capabilities_are_reachable() {
     let report = run(
         Kind::Default,
         r#"async () => {
             const names = ["process", "require", "module", "exports", "fetch", "XMLHttpRequest", "WebSocket", "Deno", "Bun",
-                           "std", "os", "scriptArgs", "setTimeout", "setInterval", "importScripts", "WebAssembly", "eval",
-                           "Proxy", "performance", "SharedArrayBuffer", "Atomics"];
+                           "std", "os", "scriptArgs", "importScripts", "WebAssembly", "eval",
+                           "Proxy", "SharedArrayBuffer", "Atomics"];
             return names.filter(n => typeof globalThis[n] !== "undefined");
         }"#,
     )

@@ -28,14 +28,45 @@ struct Settlers {
 }
 
 thread_local! {
+    /// Tool calls this run asked for (started or refused by the host).
+    static STARTED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
     /// Host operations started in this run and not yet completed. A short
     /// list searched by call id: it holds only what is in flight at once.
     static PENDING: RefCell<Vec<Settlers>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Number of host operations started and not yet completed.
+/// Tool calls this run asked the host for.
+pub fn calls_asked() -> u32 {
+    STARTED.get()
+}
+
+/// Starts a run: no tool call asked for yet.
+pub fn begin() {
+    STARTED.set(0);
+}
+
+/// Number of host operations started and not yet completed, timers
+/// included.
 pub fn in_flight() -> usize {
-    PENDING.with(|p| p.borrow().len())
+    PENDING.with(|p| p.borrow().len()) + super::timers::pending()
+}
+
+/// Stops waiting for call `id` (its `AbortSignal` fired): its promise is
+/// never settled by the host, and its settlers are released.
+pub fn forget(ctx: &Ctx<'_>, id: u32) {
+    let Some(settlers) = PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        let i = p.iter().position(|s| s.id == id)?;
+        Some(p.swap_remove(i))
+    }) else {
+        return;
+    };
+    let raw = ctx.as_raw().as_ptr();
+    // SAFETY: references this module owned, released once.
+    unsafe {
+        qjs::JS_FreeValue(raw, settlers.resolve);
+        qjs::JS_FreeValue(raw, settlers.reject);
+    }
 }
 
 /// Settles the promise of the call that `done` completes: resolved with the
@@ -44,6 +75,11 @@ pub fn in_flight() -> usize {
 /// `Promise` globals a script could have replaced (resolving with an object
 /// still looks up its `then`, as every promise does).
 pub fn settle(ctx: &Ctx<'_>, done: Completion) -> Result<()> {
+    match super::timers::fired(done.id) {
+        Some(true) => return super::web_hook(ctx, "fireTimer")?.call((f64::from(done.id),)),
+        Some(false) => return Ok(()),
+        None => {}
+    }
     let Some(settlers) = PENDING.with(|p| {
         let mut p = p.borrow_mut();
         let i = p.iter().position(|s| s.id == done.id)?;
@@ -299,10 +335,11 @@ unsafe fn argument(argc: c_int, argv: *mut qjs::JSValue, i: usize) -> qjs::JSVal
     }
 }
 
-/// `forge.callTool(server, tool, args?)`, called straight from QuickJS: this
-/// is the hot path of every tool call, so it borrows its names and settles
-/// its promise without rquickjs's closure machinery. Missing arguments reject
-/// like wrong ones.
+/// `forge.callTool(server, tool, args?, options?)`, called straight from
+/// QuickJS: this is the hot path of every tool call, so it borrows its names
+/// and settles its promise without rquickjs's closure machinery. Missing
+/// arguments reject like wrong ones. Only a call given `options` (an
+/// `AbortSignal`) goes through JS, to race the call against it.
 unsafe extern "C" fn call_tool(
     ctx: *mut qjs::JSContext,
     _this: qjs::JSValue,
@@ -312,11 +349,44 @@ unsafe extern "C" fn call_tool(
     // SAFETY: QuickJS calls natives with their live context and arguments.
     unsafe {
         let arg = |i| argument(argc, argv, i);
-        started(ctx, || {
+        let mut id = 0;
+        let promise = started(ctx, || {
             let server = Name::new(ctx, "server", arg(0))?;
+            if !qjs::JS_IsString(arg(1))
+                && let Some((s, t)) = server.split_once('.')
+            {
+                return Err(usage(
+                    format!(
+                        "forge.callTool takes the server and the tool as two strings, \
+                         got {:?} and no tool name",
+                        &*server
+                    ),
+                    Some(&format!("did you mean forge.callTool({s:?}, {t:?}, args)?")),
+                ));
+            }
             let tool = Name::new(ctx, "tool", arg(1))?;
             let args = args_json(ctx, arg(2))?;
-            tools::start_call(&server, &tool, &args)
+            STARTED.set(STARTED.get() + 1);
+            let started = tools::start_call(&server, &tool, &args);
+            if let Ok(started) = started {
+                id = started;
+            }
+            started
+        });
+        let options = arg(3);
+        if qjs::JS_IsUndefined(options) || qjs::JS_IsException(promise) {
+            return promise;
+        }
+        // `{ signal }`: the prelude's hook races the call against it.
+        with_ctx(ctx, |c| {
+            let promise = Value::from_raw(c.clone(), promise);
+            let options = Value::from_raw(c.clone(), qjs::JS_DupValue(ctx, options));
+            let wrapped = super::web_hook(&c, "withSignal")
+                .and_then(|hook| hook.call::<_, Value>((promise, options, f64::from(id))));
+            match wrapped {
+                Ok(v) => owned(v),
+                Err(_) => qjs::JS_EXCEPTION,
+            }
         })
     }
 }
@@ -373,8 +443,21 @@ fn raw_function<'js>(
     }
 }
 
-/// Puts `callTool` and `readResource` on `host`.
+/// Puts `callTool`, `readResource` and `cancel` on `host`.
 pub fn register<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> Result<()> {
+    // `cancel(id)`: stop waiting for a call (its `AbortSignal` fired) or a
+    // timer (cleared); the host drops it.
+    host.set(
+        "cancel",
+        rquickjs::Function::new(ctx.clone(), |ctx: Ctx<'js>, id: f64| {
+            // Ids are u32s that crossed as numbers (see `timerStart`).
+            let id = id as u32;
+            if super::timers::fired(id).is_none() {
+                forget(&ctx, id);
+            }
+            crate::quickforge::sandbox::calls::cancel(id);
+        })?,
+    )?;
     host.set("callTool", raw_function(ctx, call_tool, c"callTool", 3)?)?;
     host.set(
         "readResource",

@@ -9,6 +9,9 @@
 //! - [`manifest`]: the natives of the `manifest` global.
 //! - [`logging`]: `console` and `forge.log`.
 //! - [`random`]: `Math.random`, reseeded from `wasi:random` for every run.
+//! - [`timers`]: web timers, `performance.now`, cancelling an operation.
+//! - [`web`]: `TextEncoder`/`TextDecoder`, `crypto`.
+//! - [`url`]: `URL` and `URLSearchParams`, over the `url` crate.
 //!
 //! `callTool` and `readResource` are the script's API as they are: they check
 //! their arguments, encode them, and return a promise that settles when the
@@ -30,13 +33,38 @@ mod logging;
 mod manifest;
 mod random;
 mod stash;
+mod timers;
+mod url;
+mod web;
 
-pub use calls::{in_flight, settle};
+pub use calls::{calls_asked, in_flight, settle};
 pub use random::reseed;
+
+/// Starts a run: clocks and counters of the API modules.
+pub fn begin() {
+    calls::begin();
+    timers::begin();
+}
 
 thread_local! {
     /// The prelude's `ForgeError` factory, set once the prelude has run.
     static MAKE_ERROR: RefCell<Option<Persistent<Function<'static>>>> = const { RefCell::new(None) };
+    /// The hooks `web.js` returned (`fireTimer`, `withSignal`), set once it
+    /// has run.
+    static WEB_HOOKS: RefCell<Option<Persistent<Object<'static>>>> = const { RefCell::new(None) };
+}
+
+/// Records the hooks `web.js` returned, for the natives to call.
+pub fn set_web_hooks<'js>(ctx: &Ctx<'js>, hooks: Object<'js>) {
+    WEB_HOOKS.with(|h| *h.borrow_mut() = Some(Persistent::save(ctx, hooks)));
+}
+
+/// The `web.js` hook named `name`.
+fn web_hook<'js>(ctx: &Ctx<'js>, name: &str) -> Result<Function<'js>> {
+    let hooks = WEB_HOOKS
+        .with(|h| h.borrow().clone())
+        .expect("web.js has run");
+    hooks.restore(ctx)?.get(name)
 }
 
 /// Builds the `host` object the prelude is called with.
@@ -47,6 +75,9 @@ pub fn host_object<'js>(ctx: &Ctx<'js>) -> Result<Object<'js>> {
     manifest::register(ctx, &host)?;
     logging::register(ctx, &host)?;
     random::register(ctx, &host)?;
+    timers::register(ctx, &host)?;
+    web::register(ctx, &host)?;
+    url::register(ctx, &host)?;
     // The codes the prelude reports itself, from the shared list.
     let codes = Object::new(ctx.clone())?;
     codes.set(

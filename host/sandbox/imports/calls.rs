@@ -1,16 +1,89 @@
-//! `calls`: where started operations complete.
+//! `calls`: where started operations complete, and the run's timers.
+//!
+//! A timer is a pending completion like a tool call, but it never enters the
+//! call pipeline: no budget, no policy, no audit. It lives in its own set,
+//! which the end of a run drops instead of draining, so a timer can never
+//! outlive its execution, and the wall deadline bounds every wait on one.
+
+use std::time::Duration;
 
 use futures_util::StreamExt as _;
+use futures_util::future::{AbortHandle, Abortable};
 
-use super::super::ExecutionState;
 use super::super::bindings::quickforge::sandbox::calls::{Completion, Host};
+use super::super::{Completed, ExecutionState, InFlight};
+use crate::call::BoxFuture;
+
+/// Most timers one run may have pending. A timer costs the host a boxed
+/// sleep and an abort handle (a few hundred bytes) until it fires or is
+/// cleared; retries, backoff, polling and an `AbortSignal.timeout` per call
+/// of a large `forge.parallel` batch need far fewer, and the cap keeps a
+/// runaway `setTimeout` loop from growing host memory without bound.
+pub const MAX_TIMERS: usize = 1_000;
+
+/// The bit that marks a timer's id, so that it never equals a call's (the
+/// pipeline numbers calls from 1 up to `max_tool_calls`).
+const TIMER_BIT: u32 = 1 << 31;
+
+impl ExecutionState {
+    /// Adds `fut`, completing as `id`, to `set`, cancellable by
+    /// `calls.cancel`.
+    pub(in crate::sandbox) fn track(
+        aborts: &mut std::collections::HashMap<u32, AbortHandle>,
+        set: &InFlight,
+        id: u32,
+        fut: BoxFuture<Completed>,
+    ) {
+        let (handle, registration) = AbortHandle::new_pair();
+        aborts.insert(id, handle);
+        set.push(Box::pin(async move {
+            Abortable::new(fut, registration).await.ok()
+        }));
+    }
+}
 
 impl Host for ExecutionState {
     async fn next_completion(&mut self) -> Option<Completion> {
-        let (id, outcome) = self.calls.next().await?;
-        Some(Completion {
-            id,
-            outcome: outcome.map_err(Into::into),
-        })
+        loop {
+            // Whichever completes first; `None` once both sets are empty.
+            let next = tokio::select! {
+                Some(done) = self.calls.next(), if !self.calls.is_empty() => done,
+                Some(done) = self.timers.next(), if !self.timers.is_empty() => done,
+                else => return None,
+            };
+            // `None`: a cancelled operation, whose completion never comes.
+            let Some((id, outcome)) = next else { continue };
+            self.aborts.remove(&id);
+            return Some(Completion {
+                id,
+                outcome: outcome.map_err(Into::into),
+            });
+        }
+    }
+
+    async fn start_timer(&mut self, ms: u32) -> wasmtime::Result<Result<u32, String>> {
+        let pending = self.aborts.keys().filter(|id| *id & TIMER_BIT != 0).count();
+        if pending >= MAX_TIMERS {
+            return Ok(Err(format!(
+                "too many pending timers: a run may have {MAX_TIMERS} at once; \
+                 clear the ones you no longer need (clearTimeout, clearInterval) \
+                 or wait for some to fire"
+            )));
+        }
+        self.timers_started = self.timers_started.wrapping_add(1);
+        let id = TIMER_BIT | (self.timers_started & !TIMER_BIT);
+        let sleep = Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(u64::from(ms))).await;
+            (id, Ok("null".to_string()))
+        });
+        ExecutionState::track(&mut self.aborts, &self.timers, id, sleep);
+        Ok(Ok(id))
+    }
+
+    async fn cancel(&mut self, id: u32) -> wasmtime::Result<()> {
+        if let Some(handle) = self.aborts.remove(&id) {
+            handle.abort();
+        }
+        Ok(())
     }
 }

@@ -104,8 +104,8 @@ impl ExecutionState {
     fn start_call(&mut self, op: Op<'_>) -> Result<u32, wit::ForgeError> {
         match self.pipeline.start(op)? {
             Started::Running(id, running) => {
-                self.calls
-                    .push(Box::pin(async move { (id, running.await) }));
+                let fut = Box::pin(async move { (id, running.await) });
+                ExecutionState::track(&mut self.aborts, &self.calls, id, fut);
                 Ok(id)
             }
             Started::Done(_) => Err(unexpected().into()),
