@@ -10,10 +10,20 @@ use sha2::Digest as _;
 const RANDOM_CHUNK: usize = 256;
 
 /// The bytes a `Uint8Array` views, for as long as no JS runs.
-fn view<'a>(array: &'a TypedArray<'_, u8>) -> &'a mut [u8] {
+fn view<'a>(array: &'a TypedArray<'_, u8>) -> &'a [u8] {
     match array.as_raw() {
         // SAFETY: the view's own bytes; the natives below run no JS while
         // they hold them, so the buffer can be neither detached nor resized.
+        Some(ptr) => unsafe { &*ptr.as_ptr() },
+        None => &[],
+    }
+}
+
+/// The bytes a `Uint8Array` views, to write, for as long as no JS runs.
+fn view_mut<'a>(array: &'a mut TypedArray<'_, u8>) -> &'a mut [u8] {
+    match array.as_raw() {
+        // SAFETY: as for `view`; `&mut` to the array stands for the only
+        // native that writes through it.
         Some(ptr) => unsafe { &mut *ptr.as_ptr() },
         None => &mut [],
     }
@@ -56,8 +66,8 @@ fn decode<'js>(
 /// `crypto.getRandomValues`: fills the bytes from `wasi:random`, the host's
 /// CSPRNG with a generator of its own per execution (not `Math.random`'s
 /// fast generator, which is not cryptographic).
-fn random_fill(bytes: TypedArray<'_, u8>) {
-    for chunk in view(&bytes).chunks_mut(RANDOM_CHUNK) {
+fn random_fill(mut bytes: TypedArray<'_, u8>) {
+    for chunk in view_mut(&mut bytes).chunks_mut(RANDOM_CHUNK) {
         getrandom::fill(chunk).expect("wasi:random cannot fail");
     }
 }
