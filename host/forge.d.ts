@@ -24,6 +24,7 @@ declare const forge: {
   // never rejects for a call: results[i] null, error in errors. failFast: start no more calls (aborted)
   parallel(calls: ((() => unknown) | { fn: () => unknown })[], opts?: { concurrency?: number; failFast?: boolean }): Promise<{ results: unknown[]; errors: { index: number; error: Err }[]; aborted: boolean }>;
   log: Log;
+  progress(done: number, total?: number, message?: string): void; // client's progress bar
 };
 declare const console: { log: Log; info: Log; debug: Log; warn: Log; error: Log };
 declare const manifest: {

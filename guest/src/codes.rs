@@ -52,6 +52,7 @@ macro_rules! every_code {
 every_code!(
     ArgsTooLarge,
     CircuitOpen,
+    Declined,
     DownstreamError,
     GroupPolicyDenied,
     Internal,

@@ -276,6 +276,17 @@
     };
   }
 
+  // forge.progress(done, total?, message?): the client's progress bar, when
+  // it asked for one. Numbers only; the host coalesces and bounds the rest.
+  function progress(done, total, message) {
+    if (typeof done !== "number" || !NumberIsFinite(done)) {
+      throw usage(`forge.progress: done must be a finite number, got ${describe(done)}`, "e.g. forge.progress(3, 10, \"3 of 10 files\")");
+    }
+    const t = typeof total === "number" && NumberIsFinite(total) ? total : undefined;
+    const m = message === undefined || message === null ? undefined : apply(toWellFormed, StringCtor(message), []);
+    host.progress(done, t, m);
+  }
+
   const forge = ObjectFreeze({
     callTool,
     server,
@@ -283,6 +294,7 @@
     stash,
     parallel,
     log: logger("info"),
+    progress,
   });
 
   const console = ObjectFreeze({

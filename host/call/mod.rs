@@ -334,6 +334,11 @@ impl Pipeline {
         }
     }
 
+    /// The client side of the execution, if an MCP client started it.
+    pub fn upstream(&self) -> Option<&Arc<Upstream>> {
+        self.cx.upstream.as_ref()
+    }
+
     /// Tool calls and resource reads started (counted against the budget).
     pub fn operations(&self) -> u32 {
         self.calls

@@ -33,6 +33,9 @@ pub enum ErrorCode {
     /// The server's circuit breaker is open after repeated failures.
     #[strum(props(retryable = true))]
     CircuitOpen,
+    /// The person declined (or dismissed) the approval a call needed
+    /// (`allow_destructive = "ask"`, `confirm`).
+    Declined,
     /// The server answered the request with a JSON-RPC error.
     DownstreamError,
     /// A strict server group other than the one this execution is locked to.

@@ -13,9 +13,6 @@ use rmcp::model::{
 use super::{Asked, Upstream};
 use crate::error::{ErrorCode, ForgeError};
 
-/// The code a declined approval throws.
-pub const DECLINED: &str = "DECLINED";
-
 /// Longest text of the arguments shown in an approval question, bytes:
 /// enough to see what the call will do, short enough for a dialog.
 pub const MAX_SHOWN_ARGS: usize = 1024;
@@ -65,7 +62,7 @@ pub async fn approve(upstream: Option<&Upstream>, q: Question<'_>) -> Result<(),
     ));
     let declined = |how: &str| {
         ForgeError::new(
-            crate::error::Code::from(DECLINED),
+            ErrorCode::Declined,
             format!("the person {how} the call to {what}"),
         )
         .suggest("do not retry it unasked; tell the user what the call would have done, or carry on without it")

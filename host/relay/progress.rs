@@ -38,6 +38,7 @@ pub type Figures = Option<(f64, Option<f64>)>;
 pub struct Progress {
     state: Mutex<State>,
     wake: Notify,
+    token: ProgressToken,
 }
 
 #[derive(Default)]
@@ -55,6 +56,7 @@ impl Progress {
         let p = Arc::new(Progress {
             state: Mutex::default(),
             wake: Notify::new(),
+            token: token.clone(),
         });
         tokio::spawn(flush(Arc::downgrade(&p), peer, token));
         p
@@ -79,6 +81,22 @@ impl Progress {
         };
         s.sent = progress;
         Some((progress, total, message))
+    }
+}
+
+impl Progress {
+    /// Sends what is still pending at once: the execution is about to
+    /// answer, and its last report (often "done") must not arrive after
+    /// the result.
+    pub async fn finish(&self, peer: &Peer<RoleServer>) {
+        if let Some((value, total, message)) = self.take() {
+            let mut params = ProgressNotificationParam::new(self.token.clone(), value);
+            params.total = total;
+            params.message = Some(message);
+            if let Err(e) = peer.notify_progress(params).await {
+                tracing::debug!("could not relay progress: {e}");
+            }
+        }
     }
 }
 
@@ -113,6 +131,7 @@ mod tests {
         Progress {
             state: Mutex::default(),
             wake: Notify::new(),
+            token: ProgressToken(rmcp::model::NumberOrString::Number(1)),
         }
     }
 

@@ -249,6 +249,13 @@ impl Upstream {
         }
     }
 
+    /// Sends the progress still pending, before the execution answers.
+    pub async fn finish(&self) {
+        if let Some(p) = &self.progress {
+            p.finish(&self.client.peer).await;
+        }
+    }
+
     /// Sends `request` to the client and waits for the answer, as `kind`
     /// says; an error is what the asking server (or the script) is told.
     pub async fn ask(

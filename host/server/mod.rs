@@ -434,7 +434,13 @@ impl ServerHandler for ForgeServer {
         let client = self.client(&cx.peer);
         let token = cx.meta.get_progress_token();
         let (upstream, pump) = Upstream::new(client, token, self.executor.gateway.relay.clone());
-        let run = self.run_with(mode, &code, handle, Some(upstream));
+        let run = async {
+            let done = self
+                .run_with(mode, &code, handle, Some(upstream.clone()))
+                .await;
+            upstream.finish().await;
+            done
+        };
         tokio::select! {
             biased;
             () = cx.ct.cancelled() => Err(McpError::internal_error(

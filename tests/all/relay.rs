@@ -619,3 +619,28 @@ async fn the_end_of_an_http_session_stops_its_execution() {
     running.abort();
     gateway.start_kill().unwrap();
 }
+
+/// Item 2: `forge.progress(done, total, message)` reaches the client on its
+/// token with the script's own figures; a bad `done` is a clear error.
+#[tokio::test]
+async fn a_script_reports_its_own_progress() {
+    let (_dir, config, _record) =
+        setup("relay-own-progress", |record| relay_server("r", record, ""));
+    let seen = client(
+        &config,
+        json!({"steps": [
+            {"execute": r#"async () => { forge.progress(5, 10, "halfway"); await new Promise(r => setTimeout(r, 300)); forge.progress(10, 10, "done"); return 1; }"#,
+             "progress": true},
+            {"execute": r#"async () => { try { forge.progress("five"); } catch (e) { return e.code; } }"#}
+        ]}),
+    )
+    .await;
+    let progress = seen.steps[0]["progress"].as_array().unwrap();
+    assert_eq!(
+        progress[0],
+        json!({"progress": 5.0, "total": 10.0, "message": "halfway"}),
+        "{progress:?}"
+    );
+    assert_eq!(progress.last().unwrap()["progress"], 10.0, "{progress:?}");
+    assert_eq!(result(&seen.steps[1]), &json!("INVALID_ARGUMENT"));
+}

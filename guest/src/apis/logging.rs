@@ -1,6 +1,7 @@
-//! `console` and `forge.log`: the native that hands one formatted line to
-//! the `logging` WIT import. The prelude formats the arguments and makes the
-//! line well-formed; this side only maps the level's name.
+//! `console`, `forge.log` and `forge.progress`: the natives that hand one
+//! formatted line, or one progress report, to the `logging` WIT import. The
+//! prelude formats and checks the arguments and makes the text well-formed;
+//! this side only maps the level's name.
 
 use rquickjs::{Ctx, Function, Object, Result};
 
@@ -16,13 +17,22 @@ fn level(name: &str) -> LogLevel {
     }
 }
 
-/// Puts `log` on `host`.
+/// Puts `log` and `progress` on `host`.
 pub fn register<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> Result<()> {
     host.set(
         "log",
         Function::new(ctx.clone(), |lvl: String, line: String| {
             logging::log(level(&lvl), &line)
         })?,
+    )?;
+    host.set(
+        "progress",
+        Function::new(
+            ctx.clone(),
+            |done: f64, total: Option<f64>, message: Option<String>| {
+                logging::progress(done, total, message.as_deref())
+            },
+        )?,
     )?;
     Ok(())
 }

@@ -9,6 +9,23 @@ impl Host for ExecutionState {
     async fn log(&mut self, level: WitLevel, message: String) -> wasmtime::Result<()> {
         self.metered(|s| s.keep_log(level, message)).await
     }
+
+    /// `forge.progress`: to the client's progress token, if the execution
+    /// has a client that sent one (see `crate::relay::progress`, which
+    /// bounds the message and coalesces the reports); otherwise nothing.
+    async fn progress(
+        &mut self,
+        done: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> wasmtime::Result<()> {
+        self.metered(|s| {
+            if let Some(up) = s.pipeline.upstream() {
+                up.progress(Some((done, total)), message.unwrap_or_default());
+            }
+        })
+        .await
+    }
 }
 
 impl ExecutionState {

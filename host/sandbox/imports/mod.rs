@@ -42,6 +42,7 @@ macro_rules! same_codes {
 same_codes!(
     ArgsTooLarge,
     CircuitOpen,
+    Declined,
     DownstreamError,
     GroupPolicyDenied,
     Internal,
