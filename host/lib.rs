@@ -49,6 +49,7 @@ mod session;
 mod state;
 mod stdio;
 mod suggest;
+mod tasks;
 mod tokens;
 
 // The filters for untrusted text live in their own crate (no Wasmtime, so

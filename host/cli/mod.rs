@@ -311,6 +311,7 @@ async fn start(config: &Config) -> Result<Arc<Executor>, ExitCode> {
     Ok(Arc::new(
         Executor::new(sandbox, Gateway::start(config), config.stash.clone())
             .with_handle_key(key)
+            .with_tasks(config.tasks)
             .with_surface(config.surface)
             .with_sessions(config.sessions)
             .with_rate_limit(config.executions_per_minute)

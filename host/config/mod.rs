@@ -103,6 +103,9 @@ pub struct Config {
     /// `[sandbox] max_wait_secs` and `max_waiting`: how long and how many
     /// executions may wait on their clients.
     pub relay: crate::relay::RelayLimits,
+    /// `[sandbox] task_timeout_secs` and `task_after_ms`: executions run
+    /// as tasks, and when an `execute` becomes one.
+    pub tasks: crate::tasks::TaskLimits,
 }
 
 impl Default for Config {
@@ -122,6 +125,7 @@ impl Default for Config {
             validate: true,
             audit: crate::audit::AuditConfig::default(),
             relay: crate::relay::RelayLimits::for_slots(SandboxLimits::default().max_concurrent),
+            tasks: crate::tasks::TaskLimits::for_slots(SandboxLimits::default().max_concurrent),
         }
     }
 }
@@ -229,6 +233,8 @@ struct RawSandbox {
     max_executions_per_minute: Option<u32>,
     max_wait_secs: Option<u64>,
     max_waiting: Option<usize>,
+    task_timeout_secs: Option<u64>,
+    task_after_ms: Option<u64>,
     validate: bool,
     /// Forgemax's choice of isolation; accepted so its configs load, and
     /// ignored: quickforge always runs each script in its own Wasm instance.
@@ -261,6 +267,8 @@ impl Default for RawSandbox {
             max_executions_per_minute: None,
             max_wait_secs: None,
             max_waiting: None,
+            task_timeout_secs: None,
+            task_after_ms: None,
             validate: true,
             execution_mode: None,
             stash: StashLimits::default(),
@@ -275,6 +283,13 @@ pub const MAX_TIMEOUT_SECS: f64 = 600.0;
 /// holds its slot and its instance's memory; a question unanswered for an
 /// hour has been abandoned.
 pub const MAX_WAIT_SECS: u64 = 3600;
+/// Largest `task_timeout_secs`: a day. A task holds a slot and its
+/// instance's memory while it runs; work longer than a day belongs in a job
+/// system, not a script.
+pub const MAX_TASK_TIMEOUT_SECS: u64 = 86_400;
+/// Largest `task_after_ms`: the longest `timeout_secs` allows. Past it a
+/// plain execution would have ended anyway.
+pub const MAX_TASK_AFTER_MS: u64 = 600_000;
 /// Largest `max_heap_mb`: 4 GiB, the most a 32-bit Wasm memory can address.
 pub const MAX_HEAP_MB: u64 = 4096;
 
@@ -482,6 +497,27 @@ impl Config {
             Some(n) => relay.max_waiting = n,
             None => {}
         }
+        let mut tasks = crate::tasks::TaskLimits::for_slots(s.max_concurrent);
+        match s.task_timeout_secs {
+            Some(secs) if !(1..=MAX_TASK_TIMEOUT_SECS).contains(&secs) => {
+                return Err(invalid(
+                    "task_timeout_secs",
+                    format!("must be from 1 to {MAX_TASK_TIMEOUT_SECS}, got {secs}"),
+                ));
+            }
+            Some(secs) => tasks.timeout = Duration::from_secs(secs),
+            None => {}
+        }
+        match s.task_after_ms {
+            Some(ms) if ms > MAX_TASK_AFTER_MS => {
+                return Err(invalid(
+                    "task_after_ms",
+                    format!("must be from 0 to {MAX_TASK_AFTER_MS}, got {ms}"),
+                ));
+            }
+            Some(ms) => tasks.after = Duration::from_millis(ms),
+            None => {}
+        }
         let audit = resolve_audit(raw.audit, base_dir, path, &located, lookup)?;
         if let Some(mode) = &s.execution_mode {
             tracing::warn!(
@@ -515,6 +551,7 @@ impl Config {
             validate: s.validate,
             audit,
             relay,
+            tasks,
         })
     }
 }

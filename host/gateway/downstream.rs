@@ -83,9 +83,15 @@ pub struct Connection {
     broken: Broken,
     cancel: std::sync::Mutex<Option<rmcp::service::RunningServiceCancellationToken>>,
     child: Option<ChildGuard>,
-    /// Where the requests a script has in flight here are known, so that
-    /// what the server sends about them finds the script's client.
-    relay: Arc<Relay>,
+    /// The session's handler: where the requests a script has in flight
+    /// here are known (its relay), so that what the server sends about them
+    /// finds the script's client, and what relays the questions of an
+    /// `input_required` answer.
+    pub(super) handler: Handler,
+    /// Tools this server refused to run without 2025-11-25 task
+    /// augmentation; they are called as tasks from then on (see
+    /// `kinds::needs_task`).
+    pub(super) task_tools: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Connection {
@@ -362,15 +368,16 @@ fn finish(
     broken: Broken,
 ) -> Connection {
     let instructions = service.peer_info().and_then(|i| i.instructions.clone());
-    let relay = service.service().relay.clone();
+    let handler = service.service().clone();
     Connection {
-        relay,
+        handler,
         peer: service.peer().clone(),
         instructions,
         cancel: std::sync::Mutex::new(Some(service.cancellation_token())),
         service: tokio::sync::Mutex::new(Some(service)),
         child,
         broken,
+        task_tools: std::sync::Mutex::default(),
     }
 }
 
@@ -575,6 +582,7 @@ pub(super) async fn send(
 
 /// A script's request, as the relay tracks it: the tool, and the client of
 /// the execution that made it.
+#[derive(Clone)]
 pub(super) struct Track<'a> {
     pub tool: &'a str,
     pub upstream: Arc<Upstream>,
@@ -606,7 +614,7 @@ pub(super) async fn send_tracked(
         .await
         .map_err(fail)?;
     let tracked = track.map(|t| {
-        conn.relay.track(
+        conn.handler.relay.track(
             server,
             t.tool,
             handle.id.clone(),

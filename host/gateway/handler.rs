@@ -255,7 +255,39 @@ impl ClientHandler for Handler {
         cx: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         let owner = self.owner(&cx).ok_or_else(|| self.nobody("elicitation"))?;
-        let caps = owner.client().caps();
+        self.elicit(&owner, request).await
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        cx: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.sampling_allowed()?;
+        let owner = self.owner(&cx).ok_or_else(|| self.nobody("sampling"))?;
+        self.sample(&owner, params).await
+    }
+
+    async fn list_roots(
+        &self,
+        cx: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        self.roots(self.owner(&cx).as_ref()).await
+    }
+}
+
+/// What a server asks of the client, once it is known whose it is: used
+/// for the server's own requests (2025 era) and for the `inputRequests` of
+/// an `input_required` answer (2026 era, see `kinds`).
+impl Handler {
+    /// Relays an elicitation to `owner`'s client, marked with the server's
+    /// name, if the client can take that mode.
+    pub(super) async fn elicit(
+        &self,
+        owner: &Owner,
+        request: ElicitRequestParams,
+    ) -> Result<ElicitResult, ErrorData> {
+        let caps = owner.caps();
         let server = &self.server;
         let request = match request {
             ElicitRequestParams::FormElicitationParams {
@@ -291,7 +323,7 @@ impl ClientHandler for Handler {
             _ => return Err(self.unsupported("this elicitation mode")),
         };
         let request = ServerRequest::ElicitRequest(ElicitRequest::new(request));
-        match self.ask(&owner, request, Asked::Person).await? {
+        match self.ask(owner, request, Asked::Person).await? {
             ClientResult::ElicitResult(r) => Ok(r),
             _ => Err(ErrorData::internal_error(
                 "the client answered elicitation with something else",
@@ -300,11 +332,8 @@ impl ClientHandler for Handler {
         }
     }
 
-    async fn create_message(
-        &self,
-        mut params: CreateMessageRequestParams,
-        cx: RequestContext<RoleClient>,
-    ) -> Result<CreateMessageResult, ErrorData> {
+    /// The spec's error when `servers.NAME.sampling = false`.
+    pub(super) fn sampling_allowed(&self) -> Result<(), ErrorData> {
         if !self.sampling {
             return Err(ErrorData::new(
                 RpcCode::METHOD_NOT_FOUND,
@@ -315,13 +344,21 @@ impl ClientHandler for Handler {
                 None,
             ));
         }
-        let owner = self.owner(&cx).ok_or_else(|| self.nobody("sampling"))?;
-        if !owner.client().caps().sampling {
+        Ok(())
+    }
+
+    /// Relays a sampling request to `owner`'s client, if it can take one.
+    pub(super) async fn sample(
+        &self,
+        owner: &Owner,
+        mut params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        if !owner.caps().sampling {
             return Err(self.unsupported("sampling"));
         }
         params.meta = Some(marked(params.meta.take(), &self.server));
         let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
-        match self.ask(&owner, request, Asked::Person).await? {
+        match self.ask(owner, request, Asked::Person).await? {
             ClientResult::CreateMessageResult(r) => Ok(*r),
             _ => Err(ErrorData::internal_error(
                 "the client answered sampling with something else",
@@ -330,19 +367,18 @@ impl ClientHandler for Handler {
         }
     }
 
-    async fn list_roots(
-        &self,
-        cx: RequestContext<RoleClient>,
-    ) -> Result<ListRootsResult, ErrorData> {
+    /// `roots/list`: `owner`'s client's roots when it has them, else the
+    /// configured ones.
+    pub(super) async fn roots(&self, owner: Option<&Owner>) -> Result<ListRootsResult, ErrorData> {
         let configured = || ListRootsResult::new(self.roots.iter().map(Root::new).collect());
-        let Some(owner) = self.owner(&cx) else {
+        let Some(owner) = owner else {
             return Ok(configured());
         };
-        if !owner.client().caps().roots {
+        if !owner.caps().roots {
             return Ok(configured());
         }
         let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
-        match self.ask(&owner, request, Asked::Program).await? {
+        match self.ask(owner, request, Asked::Program).await? {
             ClientResult::ListRootsResult(r) => Ok(r),
             _ => Err(ErrorData::internal_error(
                 "the client answered roots/list with something else",

@@ -1,14 +1,16 @@
 //! `tools/call` downstream, and the answers a 2026-07-28 server may give to
-//! it besides a plain result: a task (SEP-2663), awaited here by polling `tasks/get` within the
-//! call's time, and `input_required` (MRTR), which quickforge cannot answer
-//! yet (relaying the question to quickforge's own client is issue 19).
+//! it besides a plain result: a task (SEP-2663), awaited here by polling
+//! `tasks/get` within the call's time, and `input_required` (MRTR), whose
+//! questions go to the script's client through the relay (like a 2025
+//! server's own requests) and whose answers go back on a retry of the call,
+//! or with `tasks/update` for a task.
 
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelTaskParams, CancelTaskRequest, ClientRequest,
-    GetTaskParams, GetTaskRequest, InputRequest, InputRequests, JsonObject, ServerResult, Task,
-    TaskPayload,
+    CustomRequest, GetTaskParams, GetTaskRequest, InputRequest, InputRequests, InputResponses,
+    JsonObject, ServerResult, Task, TaskPayload, UpdateTaskParams, UpdateTaskRequest,
 };
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
@@ -16,6 +18,7 @@ use serde_json::Value;
 use super::convert;
 use super::downstream::{Connection, Track, send, send_tracked, unexpected};
 use crate::error::{ErrorCode, ForgeError};
+use crate::relay::Owner;
 
 /// One script's `tools/call`, and where it goes.
 pub struct Call<'a> {
@@ -44,26 +47,222 @@ pub async fn call_tool(
         timeout,
         upstream,
     } = call;
-    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    let track = upstream.map(|upstream| Track { tool, upstream });
-    // `_tracked` holds the call's place in the relay while a task it
-    // started runs, too.
-    let (result, _tracked) = send_tracked(conn, server, request, timeout, track).await?;
-    match result {
-        ServerResult::CallToolResult(result) => {
-            let json = serde_json::to_value(&result).map_err(|e| {
-                ForgeError::new(ErrorCode::InvalidResponse, format!("{server}.{tool}: {e}"))
-            })?;
-            convert::call_result(server, tool, json)
+    let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+    let track = upstream.clone().map(|upstream| Track { tool, upstream });
+    let asking = Asking {
+        conn,
+        server,
+        tool,
+        upstream: upstream.as_ref(),
+    };
+    if conn.learned_task_tool(tool) {
+        return call_as_task(&asking, &params, timeout, track).await;
+    }
+    for round in 0..=MAX_INPUT_ROUNDS {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+        // `_tracked` holds the call's place in the relay while a task it
+        // started runs, too.
+        let (result, _tracked) =
+            match send_tracked(conn, server, request, timeout, track.clone()).await {
+                Err(e) if round == 0 && needs_task(&e.message) => {
+                    conn.learn_task_tool(tool);
+                    return call_as_task(&asking, &params, timeout, track).await;
+                }
+                other => other?,
+            };
+        match result {
+            ServerResult::CallToolResult(result)
+                if round == 0
+                    && result.is_error == Some(true)
+                    && result
+                        .content
+                        .iter()
+                        .any(|c| c.as_text().is_some_and(|t| needs_task(&t.text))) =>
+            {
+                conn.learn_task_tool(tool);
+                return call_as_task(&asking, &params, timeout, track).await;
+            }
+            ServerResult::CallToolResult(result) => {
+                let json = serde_json::to_value(&result).map_err(|e| {
+                    ForgeError::new(ErrorCode::InvalidResponse, format!("{server}.{tool}: {e}"))
+                })?;
+                return convert::call_result(server, tool, json);
+            }
+            ServerResult::CreateTaskResult(created) => {
+                return await_task(&asking, created.task, timeout).await;
+            }
+            ServerResult::InputRequiredResult(asked) if round < MAX_INPUT_ROUNDS => {
+                let requests = asked.input_requests.unwrap_or_default();
+                params.input_responses = Some(asking.answer(requests).await?);
+                params.request_state = asked.request_state;
+            }
+            ServerResult::InputRequiredResult(_) => {
+                return Err(ForgeError::new(
+                    ErrorCode::DownstreamError,
+                    format!(
+                        "server {server:?} asked for input {MAX_INPUT_ROUNDS} times for one call of {tool:?}; quickforge stopped answering"
+                    ),
+                ));
+            }
+            other => return Err(unexpected(server, &other)),
         }
-        ServerResult::CreateTaskResult(created) => {
-            await_task(conn, server, tool, created.task, timeout).await
+    }
+    unreachable!("the last round returns")
+}
+
+/// Whether a server's refusal says the tool runs only as a 2025-11-25 task
+/// (`execution.taskSupport: "required"`). rmcp 3.9 (and 3.11) drops
+/// `execution` from listed tools and has no 2025 task support, so the
+/// requirement cannot be read from `tools/list`; it is learned from the
+/// refusal the specification fixes for it (`-32601`, which the TypeScript
+/// SDK's McpServer hands back as an `isError` result with this text). The
+/// refusal comes before the tool runs, so calling again as a task never
+/// runs it twice.
+fn needs_task(text: &str) -> bool {
+    text.contains("requires task augmentation") || text.contains("taskSupport: 'required'")
+}
+
+impl Connection {
+    fn learned_task_tool(&self, tool: &str) -> bool {
+        self.task_tools
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(tool)
+    }
+
+    fn learn_task_tool(&self, tool: &str) {
+        self.task_tools
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(tool.to_string());
+    }
+}
+
+/// Calls the tool as a 2025-11-25 task: `tools/call` with `task`, then
+/// `tasks/result`, which the server answers when the task ends (its
+/// questions meanwhile come as its own requests, relayed like any other
+/// during the call, since the request is tracked). Within the server's
+/// `timeout_secs`; a call that ends first cancels the task with
+/// `tasks/cancel`. rmcp has no 2025 task types, hence the custom requests.
+async fn call_as_task(
+    asking: &Asking<'_>,
+    params: &CallToolRequestParams,
+    timeout: Duration,
+    track: Option<Track<'_>>,
+) -> Result<Value, ForgeError> {
+    let Asking {
+        conn, server, tool, ..
+    } = *asking;
+    let deadline = tokio::time::Instant::now() + timeout;
+    let call = serde_json::json!({
+        "name": tool,
+        "arguments": params.arguments.clone().unwrap_or_default(),
+        "task": {"ttl": timeout.as_millis() as u64},
+    });
+    let request = ClientRequest::CustomRequest(CustomRequest::new("tools/call", Some(call)));
+    let (created, _tracked) = send_tracked(conn, server, request, timeout, track.clone()).await?;
+    let created = serde_json::to_value(&created).unwrap_or_default();
+    let Some(id) = created
+        .pointer("/task/taskId")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    else {
+        // A server may answer a task-augmented call with the plain result.
+        return convert::call_result(server, tool, created);
+    };
+    let mut cancel = CancelTaskOnDrop {
+        peer: Some(conn.peer.clone()),
+        id: id.clone(),
+    };
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+    let request = ClientRequest::CustomRequest(CustomRequest::new(
+        "tasks/result",
+        Some(serde_json::json!({"taskId": id})),
+    ));
+    let (result, _tracked) = match send_tracked(conn, server, request, left, track).await {
+        Err(e) if e.code.is(ErrorCode::Timeout) => return Err(task_timeout(server, tool, timeout)),
+        other => other?,
+    };
+    cancel.peer = None;
+    convert::call_result(
+        server,
+        tool,
+        serde_json::to_value(&result).unwrap_or_default(),
+    )
+}
+
+/// Most `input_required` rounds one call may take: rmcp's own client
+/// default (`DEFAULT_MRTR_MAX_ROUNDS`, shared by the official SDKs), so a
+/// server that keeps asking cannot hold a script for ever.
+const MAX_INPUT_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
+
+/// Who answers a server's questions during one call: the script's client,
+/// through the session handler's relay.
+struct Asking<'a> {
+    conn: &'a Connection,
+    server: &'a str,
+    tool: &'a str,
+    upstream: Option<&'a std::sync::Arc<crate::relay::Upstream>>,
+}
+
+impl Asking<'_> {
+    /// Answers every question of an `input_required` answer (or a task's)
+    /// through the script's client, as the server's own requests would be;
+    /// without a client, or when one cannot be answered, the call fails
+    /// saying what was asked and why.
+    async fn answer(&self, requests: InputRequests) -> Result<InputResponses, ForgeError> {
+        let Some(up) = self.upstream else {
+            return Err(input_required(
+                self.server,
+                self.tool,
+                Some(&requests),
+                "this execution has no MCP client to ask",
+            ));
+        };
+        let owner = Owner::Execution(up.clone(), self.tool.into());
+        let handler = &self.conn.handler;
+        let mut responses = InputResponses::new();
+        for (key, request) in requests {
+            let what = asked(std::iter::once(&request));
+            let answer = match request {
+                InputRequest::Elicitation(r) => handler
+                    .elicit(&owner, r.params)
+                    .await
+                    .map(|r| serde_json::to_value(r).unwrap_or_default()),
+                InputRequest::CreateMessage(r) => match handler.sampling_allowed() {
+                    Ok(()) => handler
+                        .sample(&owner, r.params)
+                        .await
+                        .map(|r| serde_json::to_value(r).unwrap_or_default()),
+                    Err(e) => Err(e),
+                },
+                InputRequest::ListRoots(_) => handler
+                    .roots(Some(&owner))
+                    .await
+                    .map(|r| serde_json::to_value(r).unwrap_or_default()),
+                _ => Err(rmcp::ErrorData::invalid_params(
+                    "a kind of question quickforge does not know",
+                    None,
+                )),
+            };
+            match answer {
+                Ok(value) => {
+                    responses.insert(key, value);
+                }
+                Err(e) => {
+                    return Err(ForgeError::new(
+                        ErrorCode::DownstreamError,
+                        format!(
+                            "server {:?} asked for input before {:?} could finish ({what}), and it could not be answered: {}",
+                            self.server,
+                            self.tool,
+                            crate::error::clip(&e.message, 512)
+                        ),
+                    ));
+                }
+            }
         }
-        ServerResult::InputRequiredResult(asked) => {
-            Err(input_required(server, tool, asked.input_requests.as_ref()))
-        }
-        other => Err(unexpected(server, &other)),
+        Ok(responses)
     }
 }
 
@@ -77,13 +276,14 @@ const MAX_POLL: Duration = Duration::from_secs(5);
 /// Poll interval when the server names none.
 const DEFAULT_POLL: Duration = Duration::from_millis(500);
 
-/// The error a script sees when a server asks for input (MRTR) in answer
-/// to `tools/call`: it names what was asked, and why quickforge cannot
-/// answer. Not "unexpected": the server did nothing wrong.
+/// The error a script sees when a server asks for input (MRTR) that nobody
+/// can give: it names what was asked, and `why`. Not "unexpected": the
+/// server did nothing wrong.
 pub(super) fn input_required(
     server: &str,
     tool: &str,
     requests: Option<&InputRequests>,
+    why: &str,
 ) -> ForgeError {
     let asked = requests
         .map(|requests| asked(requests.values()))
@@ -92,10 +292,10 @@ pub(super) fn input_required(
         ErrorCode::DownstreamError,
         format!(
             "server {server:?} asked for input before {tool:?} could finish ({asked}); \
-             quickforge cannot relay such questions to its client yet, so the call fails"
+             {why}, so the call fails"
         ),
     )
-    .suggest("call a tool that needs no confirmation or user input, or call this tool from a client connected to the server directly")
+    .suggest("call a tool that needs no confirmation or user input, or run the script from an MCP client that supports elicitation")
 }
 
 /// What a set of input requests asks for, for the error message:
@@ -124,13 +324,14 @@ fn asked<'a>(requests: impl Iterator<Item = &'a InputRequest>) -> String {
 /// plain call), and converts its final result like a plain one. A task that
 /// does not end in time, or whose call is dropped (the execution ended), is
 /// cancelled on the server with `tasks/cancel`.
-pub(super) async fn await_task(
-    conn: &Connection,
-    server: &str,
-    tool: &str,
+async fn await_task(
+    asking: &Asking<'_>,
     task: Task,
     timeout: Duration,
 ) -> Result<Value, ForgeError> {
+    let Asking {
+        conn, server, tool, ..
+    } = *asking;
     let deadline = tokio::time::Instant::now() + timeout;
     let mut cancel = CancelTaskOnDrop {
         peer: Some(conn.peer.clone()),
@@ -177,10 +378,18 @@ pub(super) async fn await_task(
                     format!("server {server:?} cancelled the task running {tool:?}"),
                 ));
             }
-            // The task waits for input nobody here can give: it is cancelled
-            // (the guard stays armed) and the script hears why.
+            // The task waits for input: the script's client answers it
+            // (or, with nobody to ask, the task is cancelled — the guard
+            // stays armed — and the script hears why).
             TaskPayload::InputRequired { input_requests } => {
-                return Err(input_required(server, tool, Some(&input_requests)));
+                let responses = asking.answer(input_requests).await?;
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                let request = ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(
+                    UpdateTaskParams::new(&task.task_id, responses),
+                ));
+                send(conn, server, request, left).await?;
+                // Answered: look again at once rather than after a poll.
+                interval = Some(0);
             }
             _ => continue,
         }
@@ -290,13 +499,13 @@ mod tests {
     /// cannot relay it, never "unexpected".
     #[test]
     fn input_required_names_the_server_the_tool_and_what_was_asked() {
-        let e = input_required("forms", "confirm", None);
+        let e = input_required("forms", "confirm", None, "nobody can answer it");
         assert_eq!(e.code.as_str(), "DOWNSTREAM_ERROR");
         assert!(
             e.message
                 .contains("\"forms\" asked for input before \"confirm\"")
                 && e.message.contains("(input)")
-                && e.message.contains("cannot relay"),
+                && e.message.contains("nobody can answer it"),
             "{}",
             e.message
         );

@@ -32,7 +32,7 @@ pub struct Question<'a> {
 /// Asks `upstream`'s person whether `q`'s call may go out.
 pub async fn approve(upstream: Option<&Upstream>, q: Question<'_>) -> Result<(), ForgeError> {
     let what = format!("{}.{}", q.server, q.tool);
-    let Some(up) = upstream.filter(|up| up.client().caps().elicit_form) else {
+    let Some(up) = upstream.filter(|up| up.caps().elicit_form) else {
         return Err(ForgeError::new(
             ErrorCode::PolicyDenied,
             format!(

@@ -19,6 +19,9 @@ use tokio::time::Instant;
 #[derive(Debug)]
 pub struct Deadline {
     state: Mutex<State>,
+    /// The time limit for this execution when it is not the sandbox's
+    /// `timeout_ms`: a task's own, longer one (`[sandbox] task_timeout_secs`).
+    limit: Option<Duration>,
     /// Woken when a wait ends (the deadline moved) or when it starts.
     changed: Notify,
 }
@@ -46,11 +49,25 @@ impl Default for Deadline {
                 waited: Duration::ZERO,
             }),
             changed: Notify::new(),
+            limit: None,
         }
     }
 }
 
 impl Deadline {
+    /// A deadline whose time limit is `limit` instead of the sandbox's.
+    pub fn with_limit(limit: Duration) -> Deadline {
+        Deadline {
+            limit: Some(limit),
+            ..Deadline::default()
+        }
+    }
+
+    /// The time limit this execution has instead of the sandbox's, if any.
+    pub fn limit(&self) -> Option<Duration> {
+        self.limit
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -27,6 +27,7 @@
 pub mod approve;
 pub mod deadline;
 mod progress;
+mod questions;
 mod upstream;
 
 use std::collections::HashMap;
@@ -37,7 +38,8 @@ use std::time::Duration;
 use rmcp::model::{ProgressToken, RequestId};
 
 pub use deadline::Deadline;
-pub use upstream::{Asked, ClientLink, QUICK_ASK, Upstream};
+pub use questions::Questions;
+pub use upstream::{Asked, Caps, ClientLink, Pump, QUICK_ASK, Upstream};
 
 /// Bounds on waiting: every value is a documented `[sandbox]` key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +90,14 @@ impl Owner {
         match self {
             Owner::Execution(up, _) => up.client(),
             Owner::Client(c) => c,
+        }
+    }
+
+    /// What that client can answer, for this execution.
+    pub fn caps(&self) -> Caps {
+        match self {
+            Owner::Execution(up, _) => up.caps(),
+            Owner::Client(c) => c.caps(),
         }
     }
 }

@@ -25,6 +25,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::progress::Progress;
+use super::questions::Questions;
 use super::{Deadline, Relay, wait_left};
 
 /// Longest a quick request to the client (`roots/list`) may take: the
@@ -55,6 +56,22 @@ pub struct Caps {
     pub sampling: bool,
     /// `roots/list`.
     pub roots: bool,
+}
+
+impl Caps {
+    /// What `declared` (a client's capabilities, at `initialize` or in a
+    /// request's `_meta`) says the client can answer.
+    pub fn of(declared: &rmcp::model::ClientCapabilities) -> Caps {
+        let elicit = declared.elicitation.as_ref();
+        Caps {
+            // An empty `elicitation: {}` is form mode (2025-11-25).
+            elicit_form: elicit
+                .is_some_and(|e| e.form.is_some() || (e.form.is_none() && e.url.is_none())),
+            elicit_url: elicit.is_some_and(|e| e.url.is_some()),
+            sampling: declared.sampling.is_some(),
+            roots: declared.roots.is_some(),
+        }
+    }
 }
 
 /// One client session, as the relay sees it.
@@ -90,18 +107,7 @@ impl ClientLink {
         let caps = peer
             .peer_info()
             .filter(|info| info.protocol_version < ProtocolVersion::V_2026_07_28)
-            .map(|info| {
-                let c = &info.capabilities;
-                let elicit = c.elicitation.as_ref();
-                Caps {
-                    // An empty `elicitation: {}` is form mode (2025-11-25).
-                    elicit_form: elicit
-                        .is_some_and(|e| e.form.is_some() || (e.form.is_none() && e.url.is_none())),
-                    elicit_url: elicit.is_some_and(|e| e.url.is_some()),
-                    sampling: c.sampling.is_some(),
-                    roots: c.roots.is_some(),
-                }
-            })
+            .map(|info| Caps::of(&info.capabilities))
             .unwrap_or_default();
         let quota = Quota::per_second(
             std::num::NonZeroU32::new(LOG_MESSAGES_PER_SEC).unwrap_or(std::num::NonZeroU32::MIN),
@@ -189,6 +195,10 @@ pub enum Asked {
 /// The client side of one execution.
 pub struct Upstream {
     client: Arc<ClientLink>,
+    /// What this execution's client can answer: the session's capabilities,
+    /// or, for an execution whose questions are parked (a task, or a client
+    /// of the 2026 era), those its request declared.
+    caps: Caps,
     progress: Option<Arc<Progress>>,
     asks: mpsc::Sender<Ask>,
     deadline: Arc<Deadline>,
@@ -214,6 +224,32 @@ impl Upstream {
         progress: Option<ProgressToken>,
         relay: Arc<Relay>,
     ) -> (Arc<Upstream>, Pump) {
+        let caps = client.caps;
+        Upstream::with(client, progress, relay, caps, Deadline::default())
+    }
+
+    /// The client side of an execution whose questions are parked for its
+    /// client to answer later (see [`Pump::park`]): `caps` are what the
+    /// request declared, and `limit`, if given, replaces the sandbox's time
+    /// limit (a task's own).
+    pub fn parked(
+        client: Arc<ClientLink>,
+        progress: Option<ProgressToken>,
+        relay: Arc<Relay>,
+        caps: Caps,
+        limit: Option<Duration>,
+    ) -> (Arc<Upstream>, Pump) {
+        let deadline = limit.map(Deadline::with_limit).unwrap_or_default();
+        Upstream::with(client, progress, relay, caps, deadline)
+    }
+
+    fn with(
+        client: Arc<ClientLink>,
+        progress: Option<ProgressToken>,
+        relay: Arc<Relay>,
+        caps: Caps,
+        deadline: Deadline,
+    ) -> (Arc<Upstream>, Pump) {
         let (tx, rx) = mpsc::channel(ASK_QUEUE);
         let pump = Pump {
             peer: client.peer.clone(),
@@ -222,9 +258,10 @@ impl Upstream {
         let progress = progress.map(|token| Progress::start(client.peer.clone(), token));
         let up = Upstream {
             client,
+            caps,
             progress,
             asks: tx,
-            deadline: Arc::new(Deadline::default()),
+            deadline: Arc::new(deadline),
             relay,
         };
         (Arc::new(up), pump)
@@ -233,6 +270,11 @@ impl Upstream {
     /// The client.
     pub fn client(&self) -> &Arc<ClientLink> {
         &self.client
+    }
+
+    /// What the execution's client can answer.
+    pub fn caps(&self) -> Caps {
+        self.caps
     }
 
     /// The execution's deadline, paused while it waits on its client.
@@ -336,6 +378,30 @@ impl Pump {
             }
         }
         // Every sender is gone: the execution has ended.
+        std::future::pending::<()>().await;
+    }
+}
+
+impl Pump {
+    /// Parks the execution's requests in `questions`, for a client that
+    /// answers them later (see [`super::questions`]), several at once;
+    /// never returns. A question whose asker went away is withdrawn.
+    pub async fn park(mut self, questions: Arc<Questions>) {
+        let mut running = FuturesUnordered::new();
+        loop {
+            tokio::select! {
+                ask = self.asks.recv() => {
+                    let Some(mut ask) = ask else { break };
+                    let questions = questions.clone();
+                    running.push(async move {
+                        if let Some(answer) = questions.ask(ask.request, &mut ask.answer).await {
+                            let _ = ask.answer.send(answer);
+                        }
+                    });
+                }
+                Some(()) = running.next(), if !running.is_empty() => {}
+            }
+        }
         std::future::pending::<()>().await;
     }
 }

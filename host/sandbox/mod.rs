@@ -259,7 +259,8 @@ impl Sandbox {
         // stops while the execution waits on its client (see
         // `relay::deadline`).
         let deadline = cx.deadline.clone();
-        deadline.start(self.limits.timeout);
+        let limit = deadline.limit().unwrap_or(self.limits.timeout);
+        deadline.start(limit);
         let mut store = self.store(mode, cx, deadline.clone());
         let options = wit::RunOptions {
             mode: match mode {
@@ -292,11 +293,11 @@ impl Sandbox {
         // The instance's pool slot is free only once its store is gone.
         drop(permit);
         let result = match outcome {
-            Err(()) => Err(self.timeout_error()),
+            Err(()) => Err(self.timeout_error(limit)),
             // Whatever arrives after the deadline (host work that ran past
             // it, a trap from an import entered too late) is a timeout: an
             // execution never finishes `ok` past its limit.
-            _ if deadline.passed() => Err(self.timeout_error()),
+            _ if deadline.passed() => Err(self.timeout_error(limit)),
             Ok(Err(trap)) => Err(self.classify_trap(&trap, memory_denied)),
             // The script's own error text leaves through here: redacted,
             // like every error text (ForgeErrors were redacted on entry).
@@ -357,13 +358,13 @@ impl Sandbox {
         store
     }
 
-    fn timeout_error(&self) -> ExecutionError {
+    fn timeout_error(&self, limit: std::time::Duration) -> ExecutionError {
         ExecutionError::new(
             ErrorKind::Timeout,
             format!(
                 "the execution ran past its {} ms time limit; do less per execution \
                  (fewer or smaller tool calls, less computation)",
-                self.limits.timeout.as_millis()
+                limit.as_millis()
             ),
         )
     }

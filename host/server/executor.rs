@@ -34,6 +34,9 @@ pub struct Executor {
     pub validate: bool,
     /// Where each execution is recorded (`[audit]`); `None` records nothing.
     pub audit: Option<Arc<crate::audit::AuditLog>>,
+    /// Executions that outlive their request: tasks, and executions
+    /// waiting for a 2026-era client's answers.
+    pub runs: Arc<crate::tasks::Runs>,
 }
 
 impl Executor {
@@ -47,11 +50,14 @@ impl Executor {
         stash_limits: StashLimits,
     ) -> Executor {
         let sessions = SessionLimits::for_slots(sandbox.limits().max_concurrent);
+        let handles = HandleKey::random();
+        let tasks = crate::tasks::TaskLimits::for_slots(sandbox.limits().max_concurrent);
         Executor {
+            runs: Arc::new(crate::tasks::Runs::new(handles.clone(), tasks)),
             sandbox,
             gateway,
             store: Arc::new(MemoryStore::new(stash_limits)),
-            handles: HandleKey::random(),
+            handles,
             surface: crate::config::Surface::default(),
             sessions,
             session_cap: SessionCap::new(sessions.max_sessions),
@@ -72,7 +78,14 @@ impl Executor {
     /// Seals stash handles with `key` (by default a key for this process
     /// only).
     pub fn with_handle_key(mut self, key: HandleKey) -> Executor {
+        self.runs = Arc::new(crate::tasks::Runs::new(key.clone(), *self.runs.limits()));
         self.handles = key;
+        self
+    }
+
+    /// Bounds tasks and other runs by `limits`.
+    pub fn with_tasks(mut self, limits: crate::tasks::TaskLimits) -> Executor {
+        self.runs = Arc::new(crate::tasks::Runs::new(self.handles.clone(), limits));
         self
     }
 

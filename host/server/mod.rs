@@ -9,22 +9,22 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
-    CompleteResult, ContentBlock, DiscoverResult, GetPromptRequestParams, GetPromptResponse,
-    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+    CompleteResult, DiscoverResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams,
+    GetTaskResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
     ServerConfig, SubscribeRequestParams, Tool, ToolAnnotations, ToolsCapability,
-    UnsubscribeRequestParams,
+    UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
-use crate::relay::{ClientLink, Upstream};
-use crate::sandbox::Mode;
+use crate::relay::ClientLink;
 use crate::session::Session;
 
+mod call;
 mod executor;
 mod result;
 mod run;
@@ -185,6 +185,7 @@ impl ServerHandler for ForgeServer {
                 .enable_resources()
                 .enable_resources_list_changed()
                 .enable_resources_subscribe()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("quickforge", env!("CARGO_PKG_VERSION")))
@@ -208,7 +209,14 @@ impl ServerHandler for ForgeServer {
                 .take_place(&self.executor.session_cap)
                 .map_err(|full| McpError::internal_error(full, None))?;
         }
-        cx.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
+        // The client as it will be served: at the negotiated revision, not
+        // the one it asked for (rmcp records that only after this returns,
+        // and the client link below reads it now: a client asking for
+        // 2026-07-28 and served at 2025-11-25 can be sent requests).
+        let mut info = request;
+        info.protocol_version = result.protocol_version.clone();
+        cx.peer.set_peer_info(info);
         if !self.capped {
             // The gateway's only client: servers that asked for roots before
             // it came saw the configured ones; now they can ask it.
@@ -218,7 +226,7 @@ impl ServerHandler for ForgeServer {
                 tokio::spawn(async move { gateway.roots_changed().await });
             }
         }
-        self.negotiate_initialize(&request)
+        Ok(result)
     }
 
     async fn discover(&self, _cx: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
@@ -372,83 +380,35 @@ impl ServerHandler for ForgeServer {
         request: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let mode = match request.name.as_ref() {
-            "search" => Mode::Search,
-            "execute" => Mode::Execute,
-            other => {
-                return Err(McpError::invalid_params(
-                    format!(
-                        "unknown tool {other:?}: quickforge has exactly two tools, search and execute"
-                    ),
-                    None,
-                ));
-            }
-        };
-        let code = match request.arguments.as_ref().and_then(|a| a.get("code")) {
-            Some(Value::String(code)) => code.clone(),
-            Some(other) => {
-                let kind = match other {
-                    Value::Null => "null",
-                    Value::Bool(_) => "a boolean",
-                    Value::Number(_) => "a number",
-                    Value::Array(_) => "an array",
-                    Value::Object(_) => "an object",
-                    Value::String(_) => "a string",
-                };
-                return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                    "`code` must be a string holding a JS async arrow function, got {kind}"
-                ))])
-                .into());
-            }
-            None => {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(
-                    "missing argument `code`: a JS async arrow function, e.g. async () => manifest.servers",
-                )])
-                .into());
-            }
-        };
-        let handle = match request.arguments.as_ref().and_then(|a| a.get("stash")) {
-            None | Some(Value::Null) => self.session.handle.clone(),
-            Some(Value::String(text)) => match self.executor.handles.open(text) {
-                Some(handle) => handle,
-                None => {
-                    return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                        "`stash` {:?} is not a stash handle of this gateway (altered, from another gateway, or sealed before its secret changed); pass the `stash` value of an earlier result exactly, or leave it out to use this session's stash",
-                        crate::error::preview(text)
-                    ))])
-                    .into());
-                }
-            },
-            Some(_) => {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(
-                    "`stash` must be a string: the `stash` value of an earlier result",
-                )])
-                .into());
-            }
-        };
-        // The execution runs on this task, beside the pump that sends its
-        // requests to the client (so they travel on this request's stream),
-        // until it ends or the client cancels the request: then it is
-        // dropped, which stops the script at once, frees its slots and
-        // cancels its downstream calls.
-        let client = self.client(&cx.peer);
-        let token = cx.meta.get_progress_token();
-        let (upstream, pump) = Upstream::new(client, token, self.executor.gateway.relay.clone());
-        let run = async {
-            let done = self
-                .run_with(mode, &code, handle, Some(upstream.clone()))
-                .await;
-            upstream.finish().await;
-            done
-        };
-        tokio::select! {
-            biased;
-            () = cx.ct.cancelled() => Err(McpError::internal_error(
-                "the request was cancelled; the execution was stopped",
-                None,
-            )),
-            (report, used) = run => Ok(to_result(&report, used.as_ref()).into()),
-            () = pump.run() => unreachable!("the pump never ends"),
-        }
+        self.call(request, cx).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let run = self.held(&request.task_id)?;
+        Ok(GetTaskResult::new(
+            run.detailed(self.executor.runs.limits()),
+        ))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.held(&request.task_id)?.answer(request.input_responses);
+        Ok(())
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.held(&request.task_id)?.cancel();
+        Ok(())
     }
 }

@@ -121,25 +121,44 @@ impl HandleKey {
 
     /// A new handle sealed with this key.
     pub fn mint(&self) -> Handle {
-        let mut random = [0u8; Handle::RANDOM_BYTES];
-        getrandom::fill(&mut random).expect("the OS random source works");
-        let id = hex::encode(random);
-        let tag = hex::encode(self.tag(&id).finalize().into_bytes());
-        Handle(format!("{PREFIX}{id}{}", &tag[..TAG_HEX]).into())
+        Handle(self.mint_as(PREFIX).into())
     }
 
     /// The handle `text` names, if this key sealed it. The tag is checked
     /// in constant time; every failure is the same `None`.
     pub fn open(&self, text: &str) -> Option<Handle> {
-        let body = text.strip_prefix(PREFIX)?;
+        self.opens_as(PREFIX, text).then(|| Handle(text.into()))
+    }
+
+    /// A new id of another kind (`prefix` tells the kinds apart: a task id
+    /// is not a stash handle), random and sealed like a handle.
+    pub fn mint_as(&self, prefix: &str) -> String {
+        let mut random = [0u8; Handle::RANDOM_BYTES];
+        getrandom::fill(&mut random).expect("the OS random source works");
+        let id = hex::encode(random);
+        // The tag covers the prefix too: an id of one kind never opens as
+        // another.
+        let tag = hex::encode(self.tag(&format!("{prefix}{id}")).finalize().into_bytes());
+        format!("{prefix}{id}{}", &tag[..TAG_HEX])
+    }
+
+    /// Whether this key sealed `text` as an id of the kind `prefix`; the
+    /// tag is checked in constant time.
+    pub fn opens_as(&self, prefix: &str, text: &str) -> bool {
+        let Some(body) = text.strip_prefix(prefix) else {
+            return false;
+        };
         let lower_hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
         if body.len() != ID_HEX + TAG_HEX || !body.bytes().all(lower_hex) {
-            return None;
+            return false;
         }
         let (id, tag) = body.split_at(ID_HEX);
-        let tag = hex::decode(tag).ok()?;
-        self.tag(id).verify_truncated_left(&tag).ok()?;
-        Some(Handle(text.into()))
+        let Ok(tag) = hex::decode(tag) else {
+            return false;
+        };
+        self.tag(&format!("{prefix}{id}"))
+            .verify_truncated_left(&tag)
+            .is_ok()
     }
 }
 

@@ -434,3 +434,23 @@ fn approval_sampling_roots_and_waiting_keys_are_checked() {
     let e = error("[sandbox]\nmax_wait_secs = 0\n");
     assert!(e.contains("sandbox.max_wait_secs"), "{e}");
 }
+
+/// The task keys: a task's own time limit and when `execute` becomes one.
+#[test]
+fn task_keys_are_checked() {
+    let c = parse("").unwrap();
+    assert_eq!(c.tasks.timeout.as_secs(), 900);
+    assert_eq!(c.tasks.after.as_millis(), 2000);
+    let c = parse("[sandbox]\ntask_timeout_secs = 3600\ntask_after_ms = 0\n").unwrap();
+    assert_eq!(
+        (c.tasks.timeout.as_secs(), c.tasks.after.as_millis()),
+        (3600, 0)
+    );
+    let e = error("[sandbox]\ntask_timeout_secs = 0\n");
+    assert!(
+        e.contains("sandbox.task_timeout_secs") && e.contains("from 1 to 86400"),
+        "{e}"
+    );
+    let e = error("[sandbox]\ntask_after_ms = 600001\n");
+    assert!(e.contains("sandbox.task_after_ms"), "{e}");
+}

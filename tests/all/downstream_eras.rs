@@ -14,7 +14,7 @@ use crate::mcp::{
 
 /// `[servers.modern]`: modern_only.py over stdio, logging the tasks it is
 /// asked to cancel to `cancel_log`.
-fn modern(cancel_log: &Path) -> String {
+pub fn modern(cancel_log: &Path) -> String {
     install_servers();
     format!(
         "[servers.modern]\ncommand = {}\nargs = [{}]\nenv = {{ MODERN_CANCEL_LOG = {} }}\ntimeout_secs = 20\n",
@@ -98,8 +98,10 @@ async fn a_task_that_outlives_the_execution_is_cancelled_downstream() {
 }
 
 /// Weakness: an `input_required` answer (MRTR) ended in "unexpected
-/// result". quickforge cannot relay the question yet (issue 19), so the
-/// script gets an error that says the server asked for input, and what.
+/// result". With no client able to answer (this test client declares no
+/// elicitation), the script gets an error that says the server asked for
+/// input, and what; `tasks.rs`-style clients that can answer get the
+/// question relayed (see `an_input_required_answer_is_relayed_to_the_client`).
 #[tokio::test]
 async fn an_input_required_answer_gives_a_clear_error() {
     let dir = scratch("eras-mrtr");

@@ -34,6 +34,7 @@ mod soak;
 mod state;
 mod support;
 mod surface;
+mod tasks;
 mod validator;
 mod verdicts;
 mod webglobals;

@@ -8,7 +8,9 @@ result kinds a 2026-07-28 server may give to `tools/call`:
 - `echo`: a plain result.
 - `slow_task`: a task (SEP-2663, `resultType: "task"`) that completes after
   `ms` milliseconds; `tasks/get` reports it, `tasks/cancel` cancels it.
-- `ask`: an `input_required` result (MRTR) with an elicitation request.
+- `ask`: an `input_required` result (MRTR) with an elicitation request;
+  retried with `inputResponses` and its `requestState`, it returns the
+  answer as `answered:{json}`.
 
 Every task id it cancels is appended, one per line, to the file named by the
 environment variable `MODERN_CANCEL_LOG`, so a test can see that the gateway
@@ -17,6 +19,7 @@ sent `tasks/cancel`.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from datetime import datetime, timezone
@@ -83,6 +86,13 @@ async def call_tool(ctx: Any, params: Any) -> Any:
         }
         return {"resultType": "task", **_task(task_id)}
     if params.name == "ask":
+        responses = getattr(params, "input_responses", None)
+        if responses and getattr(params, "request_state", None) == "opaque-state":
+            answer = responses.get("confirm")
+            if hasattr(answer, "model_dump"):
+                answer = answer.model_dump(by_alias=True, exclude_none=True, mode="json")
+            text = "answered:" + json.dumps(answer, sort_keys=True)
+            return {"resultType": "complete", "content": [{"type": "text", "text": text}]}
         return {
             "resultType": "input_required",
             "inputRequests": {

@@ -1,0 +1,215 @@
+//! `tools/call` of `search` and `execute`: the arguments, then one of two
+//! ways to run. A client of the 2025 era that does not take tasks is
+//! served on the request's own task, with the pump that sends its questions
+//! on the request's stream beside it. A client that takes tasks (SEP-2663)
+//! or speaks 2026-07-28 gets a [`Run`] (see [`crate::tasks`]): the execution
+//! goes on by itself, its questions are parked, and the request answers
+//! with the result, a task, or `input_required` (MRTR), whichever comes
+//! first.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult,
+    InputRequiredResult, ProtocolVersion, TaskStatus,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::{ForgeServer, to_result};
+use crate::relay::{Caps, Questions, Upstream};
+use crate::sandbox::Mode;
+use crate::tasks::{Outcome, Phase, Run};
+
+impl ForgeServer {
+    /// `tools/call`.
+    pub(super) async fn call(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let declared = cx.client_capabilities();
+        let tasks = declared.as_ref().is_some_and(|c| c.supports_tasks());
+        // A retry with answers to an earlier `input_required` (MRTR).
+        if let Some(state) = request.request_state.as_deref() {
+            let Some(run) = self.executor.runs.get(state) else {
+                return Ok(gone());
+            };
+            run.answer(request.input_responses.clone().unwrap_or_default());
+            return self.follow(&run, tasks, &cx).await;
+        }
+        let mode = match request.name.as_ref() {
+            "search" => Mode::Search,
+            "execute" => Mode::Execute,
+            other => {
+                return Err(McpError::invalid_params(
+                    format!(
+                        "unknown tool {other:?}: quickforge has exactly two tools, search and execute"
+                    ),
+                    None,
+                ));
+            }
+        };
+        let code = match request.arguments.as_ref().and_then(|a| a.get("code")) {
+            Some(Value::String(code)) => code.clone(),
+            Some(other) => {
+                let kind = match other {
+                    Value::Null => "null",
+                    Value::Bool(_) => "a boolean",
+                    Value::Number(_) => "a number",
+                    Value::Array(_) => "an array",
+                    Value::Object(_) => "an object",
+                    Value::String(_) => "a string",
+                };
+                return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "`code` must be a string holding a JS async arrow function, got {kind}"
+                ))])
+                .into());
+            }
+            None => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(
+                    "missing argument `code`: a JS async arrow function, e.g. async () => manifest.servers",
+                )])
+                .into());
+            }
+        };
+        let handle = match request.arguments.as_ref().and_then(|a| a.get("stash")) {
+            None | Some(Value::Null) => self.session.handle.clone(),
+            Some(Value::String(text)) => match self.executor.handles.open(text) {
+                Some(handle) => handle,
+                None => {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                        "`stash` {:?} is not a stash handle of this gateway (altered, from another gateway, or sealed before its secret changed); pass the `stash` value of an earlier result exactly, or leave it out to use this session's stash",
+                        crate::error::preview(text)
+                    ))])
+                    .into());
+                }
+            },
+            Some(_) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(
+                    "`stash` must be a string: the `stash` value of an earlier result",
+                )])
+                .into());
+            }
+        };
+        let client = self.client(&cx.peer);
+        let token = cx.meta.get_progress_token();
+        let relay = self.executor.gateway.relay.clone();
+        let modern = cx
+            .protocol_version()
+            .is_none_or(|v| v >= ProtocolVersion::V_2026_07_28);
+        if tasks || modern {
+            let caps = declared.as_ref().map(Caps::of).unwrap_or_default();
+            let limit = tasks.then_some(self.executor.runs.limits().timeout);
+            let (upstream, pump) = Upstream::parked(client, token, relay, caps, limit);
+            let server = self.clone();
+            let execution = async move {
+                let (report, used) = server
+                    .run_with(mode, &code, handle, Some(upstream.clone()))
+                    .await;
+                upstream.finish().await;
+                to_result(&report, used.as_ref())
+            };
+            let questions = Arc::new(Questions::default());
+            let Some(run) = self.executor.runs.start(execution, questions, pump) else {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "busy: quickforge already holds {} running or unfetched executions (tasks and waiting questions); retry shortly",
+                    self.executor.runs.limits().max_runs
+                ))])
+                .into());
+            };
+            return self.follow(&run, tasks, &cx).await;
+        }
+        // The execution runs on this task, beside the pump that sends its
+        // requests to the client (so they travel on this request's stream),
+        // until it ends or the client cancels the request: then it is
+        // dropped, which stops the script at once, frees its slots and
+        // cancels its downstream calls.
+        let (upstream, pump) = Upstream::new(client, token, relay);
+        let run = async {
+            let done = self
+                .run_with(mode, &code, handle, Some(upstream.clone()))
+                .await;
+            upstream.finish().await;
+            done
+        };
+        tokio::select! {
+            biased;
+            () = cx.ct.cancelled() => Err(cancelled()),
+            (report, used) = run => Ok(to_result(&report, used.as_ref()).into()),
+            () = pump.run() => unreachable!("the pump never ends"),
+        }
+    }
+
+    /// Answers a request about `run` with whatever comes first: its result;
+    /// for a client that takes tasks, a task once it has run `task_after_ms`
+    /// or asks something; otherwise its questions, as `input_required` with
+    /// the run's id as `requestState`. A request the client cancels stops
+    /// a run that is not a task.
+    async fn follow(
+        &self,
+        run: &Arc<Run>,
+        tasks: bool,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let limits = self.executor.runs.limits();
+        let until = tasks.then(|| Instant::now() + limits.after);
+        let phase = tokio::select! {
+            biased;
+            () = cx.ct.cancelled() => {
+                run.cancel();
+                return Err(cancelled());
+            }
+            phase = run.settle(until) => phase,
+        };
+        let task = |status| {
+            CallToolResponse::Task(CreateTaskResult::new(run.task(
+                status,
+                std::time::SystemTime::now(),
+                limits,
+            )))
+        };
+        Ok(match phase {
+            Phase::Done(Outcome::Completed(result)) => result.into(),
+            Phase::Done(Outcome::Failed(message)) => {
+                return Err(McpError::internal_error(message, None));
+            }
+            Phase::Done(Outcome::Cancelled) => return Err(cancelled()),
+            Phase::Asking(_) if tasks => task(TaskStatus::InputRequired),
+            Phase::Asking(questions) => {
+                InputRequiredResult::new(Some(questions), Some(run.id().to_string())).into()
+            }
+            Phase::Working => task(TaskStatus::Working),
+        })
+    }
+
+    /// The run a task id names, or the spec's error for an unknown one
+    /// (`-32602`); a forged, expired or foreign id is unknown.
+    pub(super) fn held(&self, id: &str) -> Result<Arc<Run>, McpError> {
+        self.executor.runs.get(id).ok_or_else(|| {
+            McpError::invalid_params(
+                format!(
+                    "unknown task {:?}: quickforge does not hold it (it finished more than {} s ago, ran in another quickforge process, or was never this gateway's)",
+                    crate::error::preview(id),
+                    self.executor.runs.limits().keep.as_secs()
+                ),
+                None,
+            )
+        })
+    }
+}
+
+/// The answer to a cancelled request.
+fn cancelled() -> McpError {
+    McpError::internal_error("the request was cancelled; the execution was stopped", None)
+}
+
+/// The answer to a retry whose execution is no longer here.
+fn gone() -> CallToolResponse {
+    CallToolResult::error(vec![ContentBlock::text(
+        "the execution these answers belong to is no longer held by this quickforge (it ended, waited too long for them, or ran in another quickforge process); run the script again",
+    )])
+    .into()
+}

@@ -1,0 +1,338 @@
+//! Executions that outlive the request that started them.
+//!
+//! Two things in MCP need an `execute` to go on after its request has been
+//! answered: a task (the tasks extension, SEP-2663: the client gets a task
+//! id and polls `tasks/get`) and a question to a client of the 2026-07-28
+//! era (MRTR, SEP-2322: `execute` answers `input_required`, and the client
+//! retries with its answers). Both are one [`Run`]: the execution spawned on
+//! a tokio task of its own, its questions parked in [`Questions`], its
+//! outcome kept until it is fetched or expires. A task's id and an MRTR
+//! `requestState` are the same sealed run id.
+//!
+//! The script is not saved anywhere while it waits: its pending call is a
+//! host future inside the spawned execution, and the Wasm instance stays
+//! where it is. So a run lives in this process only; a retry that reaches
+//! another process (or this one after a restart) is told to run the script
+//! again.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use rmcp::model::{
+    CallToolResult, DetailedTask, InputRequests, InputResponses, JsonObject, Task, TaskPayload,
+    TaskStatus,
+};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::relay::Questions;
+use crate::state::HandleKey;
+
+/// How run ids begin: `qft_`, then 128 random bits and a tag under the
+/// gateway's secret (see [`HandleKey::mint_as`]), so an id is checked
+/// before any lookup and never taken for a stash handle.
+pub const RUN_PREFIX: &str = "qft_";
+
+/// Bounds on runs; `timeout` and `after` are `[sandbox]` keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskLimits {
+    /// A task-run `execute`'s time limit (`task_timeout_secs`), instead of
+    /// `timeout_secs`. Fifteen minutes: long enough for a batch of slow
+    /// downstream work a client would not hold a request open for, short
+    /// enough that a forgotten task frees its slot.
+    pub timeout: Duration,
+    /// How long an `execute` from a client that accepts tasks runs before
+    /// its answer becomes a task (`task_after_ms`). Two seconds: a quick
+    /// script answers at once with its result (no polling round trips),
+    /// and a slow one stops holding the client's request soon.
+    pub after: Duration,
+    /// How long a finished run's outcome is kept for the client to fetch:
+    /// ten minutes, time for a client polling every few seconds (or one
+    /// that was away) to come back; then it is gone.
+    pub keep: Duration,
+    /// Most runs held at once, running and finished. Running ones are
+    /// bounded by the sandbox's slots anyway; this bounds the finished
+    /// outcomes kept (each up to `max_output_size`). Default: four per
+    /// slot.
+    pub max_runs: usize,
+    /// The poll interval suggested to clients: one second, quick enough
+    /// for a person watching, slow enough to cost nothing.
+    pub poll: Duration,
+}
+
+impl TaskLimits {
+    /// The defaults for a gateway of `max_concurrent` slots.
+    pub fn for_slots(max_concurrent: usize) -> TaskLimits {
+        TaskLimits {
+            timeout: Duration::from_secs(900),
+            after: Duration::from_millis(2000),
+            keep: Duration::from_secs(600),
+            max_runs: (max_concurrent * 4).max(4),
+            poll: Duration::from_secs(1),
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// The execution answered (an error of the script is an `isError`
+    /// result, as for a plain `execute`).
+    Completed(CallToolResult),
+    /// It failed inside quickforge (a panic).
+    Failed(String),
+    /// The client cancelled it.
+    Cancelled,
+}
+
+/// Where a run stands, for the request waiting on it.
+#[derive(Debug)]
+pub enum Phase {
+    /// It ended.
+    Done(Outcome),
+    /// It waits for answers to these questions.
+    Asking(InputRequests),
+    /// It is still working.
+    Working,
+}
+
+/// One execution that may outlive its request.
+pub struct Run {
+    id: String,
+    created: SystemTime,
+    questions: Arc<Questions>,
+    outcome: watch::Sender<Option<(Outcome, SystemTime, Instant)>>,
+    abort: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl Run {
+    /// The run's id: the task id, and the MRTR `requestState`.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn ended(&self) -> Option<Outcome> {
+        self.outcome.borrow().as_ref().map(|(o, _, _)| o.clone())
+    }
+
+    fn finish(&self, outcome: Outcome) {
+        self.outcome.send_if_modified(|slot| {
+            if slot.is_some() {
+                return false;
+            }
+            *slot = Some((outcome, SystemTime::now(), Instant::now()));
+            true
+        });
+    }
+
+    /// Hands the client's answers to the questions they answer.
+    pub fn answer(&self, responses: InputResponses) -> usize {
+        self.questions.answer(responses)
+    }
+
+    /// Stops the run, if it is still going: the execution is dropped (its
+    /// downstream calls are cancelled, its slot freed) and it ends
+    /// `cancelled`.
+    pub fn cancel(&self) {
+        self.finish(Outcome::Cancelled);
+        if let Some(abort) = self.abort.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            abort.abort();
+        }
+    }
+
+    /// Waits until the run ends, asks something, or `until` passes
+    /// (never, if `None`).
+    pub async fn settle(&self, until: Option<Instant>) -> Phase {
+        let mut ended = self.outcome.subscribe();
+        let mut asked = self.questions.watch();
+        loop {
+            if let Some(outcome) = self.ended() {
+                return Phase::Done(outcome);
+            }
+            let pending = self.questions.pending();
+            if !pending.is_empty() {
+                return Phase::Asking(pending);
+            }
+            let timer = async {
+                match until {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = ended.changed() => {}
+                _ = asked.changed() => {}
+                () = timer => return Phase::Working,
+            }
+        }
+    }
+
+    /// The run as a task (SEP-2663), with what its status carries.
+    pub fn detailed(&self, limits: &TaskLimits) -> DetailedTask {
+        let (payload, updated) = match &*self.outcome.borrow() {
+            Some((outcome, at, _)) => (
+                match outcome {
+                    Outcome::Completed(result) => TaskPayload::Completed {
+                        result: object(serde_json::to_value(result).unwrap_or_default()),
+                    },
+                    Outcome::Failed(message) => TaskPayload::Failed {
+                        error: object(serde_json::json!({
+                            "code": rmcp::model::ErrorCode::INTERNAL_ERROR.0,
+                            "message": message,
+                        })),
+                    },
+                    Outcome::Cancelled => TaskPayload::Cancelled,
+                },
+                *at,
+            ),
+            None => {
+                let pending = self.questions.pending();
+                if pending.is_empty() {
+                    (TaskPayload::Working, SystemTime::now())
+                } else {
+                    (
+                        TaskPayload::InputRequired {
+                            input_requests: pending,
+                        },
+                        SystemTime::now(),
+                    )
+                }
+            }
+        };
+        DetailedTask::new(self.task(payload.status(), updated, limits), payload)
+    }
+
+    /// The run as a task without its payload.
+    pub fn task(&self, status: TaskStatus, updated: SystemTime, limits: &TaskLimits) -> Task {
+        let mut task = Task::new(self.id.clone(), status, iso(self.created), iso(updated));
+        // From creation: the longest it may run, then how long its outcome
+        // is kept. (Waits on a person move a running task's end out.)
+        task.ttl_ms = Some((limits.timeout + limits.keep).as_millis() as u64);
+        task.poll_interval_ms = Some(limits.poll.as_millis() as u64);
+        task
+    }
+}
+
+fn object(value: serde_json::Value) -> JsonObject {
+    match value {
+        serde_json::Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+fn iso(at: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Every run of the gateway.
+pub struct Runs {
+    key: HandleKey,
+    limits: TaskLimits,
+    map: Mutex<HashMap<String, Arc<Run>>>,
+}
+
+impl Runs {
+    /// No runs yet; ids sealed with `key`.
+    pub fn new(key: HandleKey, limits: TaskLimits) -> Runs {
+        Runs {
+            key,
+            limits,
+            map: Mutex::default(),
+        }
+    }
+
+    /// The bounds.
+    pub fn limits(&self) -> &TaskLimits {
+        &self.limits
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Run>>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts `execution` as a run whose questions go to `questions` (the
+    /// pump that parks them runs beside it, see
+    /// [`crate::relay::Upstream::parked`]); `None` when `max_runs` runs
+    /// are held and none has finished (the caller runs it as a plain
+    /// execution instead).
+    pub fn start<F>(
+        &self,
+        execution: F,
+        questions: Arc<Questions>,
+        pump: crate::relay::Pump,
+    ) -> Option<Arc<Run>>
+    where
+        F: Future<Output = CallToolResult> + Send + 'static,
+    {
+        let mut map = self.lock();
+        let now = Instant::now();
+        let keep = self.limits.keep;
+        map.retain(|_, run| {
+            run.outcome
+                .borrow()
+                .as_ref()
+                .is_none_or(|(_, _, at)| now.duration_since(*at) < keep)
+        });
+        if map.len() >= self.limits.max_runs {
+            // The finished run that ended first makes room.
+            let oldest = map
+                .iter()
+                .filter_map(|(id, run)| {
+                    run.outcome
+                        .borrow()
+                        .as_ref()
+                        .map(|(_, _, at)| (*at, id.clone()))
+                })
+                .min();
+            match oldest {
+                Some((_, id)) => {
+                    map.remove(&id);
+                }
+                None => return None,
+            }
+        }
+        let run = Arc::new(Run {
+            id: self.key.mint_as(RUN_PREFIX),
+            created: SystemTime::now(),
+            questions: questions.clone(),
+            outcome: watch::Sender::new(None),
+            abort: Mutex::new(None),
+        });
+        map.insert(run.id.clone(), run.clone());
+        drop(map);
+        let running = run.clone();
+        let task = tokio::spawn(async move {
+            let result = tokio::select! {
+                result = execution => result,
+                () = pump.park(questions) => unreachable!("the pump never ends"),
+            };
+            running.finish(Outcome::Completed(result));
+        });
+        // A panic inside the execution ends the task with an error instead:
+        // watched here so the run does not stay `working` for ever.
+        let abort = task.abort_handle();
+        let watching = run.clone();
+        tokio::spawn(async move {
+            if let Err(e) = task.await
+                && e.is_panic()
+            {
+                watching.finish(Outcome::Failed(
+                    "the execution failed inside quickforge".into(),
+                ));
+            }
+        });
+        *run.abort.lock().unwrap_or_else(|p| p.into_inner()) = Some(abort);
+        Some(run)
+    }
+
+    /// The run `id` names, if this gateway sealed it and still holds it.
+    /// Every failure is the same `None`.
+    pub fn get(&self, id: &str) -> Option<Arc<Run>> {
+        if !self.key.opens_as(RUN_PREFIX, id) {
+            return None;
+        }
+        self.lock().get(id).cloned()
+    }
+}
