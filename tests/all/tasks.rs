@@ -497,3 +497,53 @@ async fn a_tool_that_requires_task_augmentation_works() {
     drop(client);
     child.start_kill().unwrap();
 }
+
+/// Weakness: over streamable HTTP a 2026-era request stands alone (rmcp
+/// builds a handler per request), so anything kept in a handler is lost
+/// between a task's creation and its polls, or between an MRTR answer and
+/// its retry. Runs live in the gateway, not the handler: a task is polled
+/// and answered, and an MRTR retry resumes, across those requests.
+#[tokio::test]
+async fn tasks_and_mrtr_work_over_http_where_each_request_stands_alone() {
+    crate::http::tls();
+    let (config, _record) = setup("tasks-http");
+    let (mut child, url) = crate::http::serve_http(&config).await;
+    let code = r#"async () => forge.callTool("r", "ask", {question: "favourite colour?"})"#;
+    for tasks in [true, false] {
+        let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
+        let client = Answering { tasks }
+            .serve_with_lifecycle(transport, mode(&ProtocolVersion::V_2026_07_28))
+            .await
+            .unwrap();
+        if tasks {
+            let CallToolResponse::Task(created) = once(&client, execute(code)).await else {
+                panic!("expected a task");
+            };
+            let id = created.task.task_id;
+            let payload = poll(&client, &id, |p| {
+                matches!(p, TaskPayload::InputRequired { .. })
+            })
+            .await;
+            let TaskPayload::InputRequired { input_requests } = payload else {
+                unreachable!()
+            };
+            let key = input_requests.keys().next().unwrap().clone();
+            let mut answers = InputResponses::new();
+            answers.insert(
+                key,
+                json!({"action": "accept", "content": {"answer": "blue"}}),
+            );
+            client
+                .peer()
+                .update_task(UpdateTaskParams::new(&id, answers))
+                .await
+                .unwrap();
+            let done = poll(&client, &id, |p| matches!(p, TaskPayload::Completed { .. })).await;
+            assert_eq!(ok_value(&completed(&done))["content"]["answer"], "blue");
+        } else {
+            let result = driven(&client, code).await;
+            assert_eq!(ok_value(&result)["content"]["answer"], "blue");
+        }
+    }
+    child.start_kill().unwrap();
+}
