@@ -28,7 +28,7 @@ declare const forge: {
 };
 declare const console: { log: Log; info: Log; debug: Log; warn: Log; error: Log };
 declare const manifest: {
-  servers: { name: string; description: string; status: "connecting" | "ready" | "unavailable"; error?: string; tools: number; categories: string[]; resources: { uri: string; name: string; mimeType?: string }[] }[];
+  servers: { name: string; description: string; status: "connecting" | "ready" | "unavailable"; error?: string; tools: number; categories: string[]; resources: { uri: string; name: string; mimeType?: string }[]; templates: { uriTemplate: string; name: string }[] }[];
   search(query: string, opts?: { limit?: number }): { server: string; tool: string; description: string }[];
   tool(server: string, name: string): { server: string; name: string; title?: string; description: string; inputSchema: object; outputSchema?: object; annotations?: object; signature: string };
 };

@@ -129,6 +129,7 @@ impl Pipeline {
 fn hide_listing(server: &mut Map<String, Value>) {
     server.remove("resourcesCut");
     server.insert("resources".into(), Value::Array(Vec::new()));
+    server.insert("templates".into(), Value::Array(Vec::new()));
     server.insert(
         "resourcesHidden".into(),
         "a strict group's resources are listed in search, or here once this execution is locked to the group by a call to it".into(),

@@ -472,6 +472,17 @@ impl Manifest {
                             (s.resources.len() - MAX_LISTED_RESOURCES).into(),
                         );
                     }
+                    // Templates: a script fills one in and reads the URI
+                    // with forge.readResource(server, uri).
+                    o.insert(
+                        "templates".into(),
+                        s.templates
+                            .iter()
+                            .take(MAX_LISTED_RESOURCES)
+                            .map(|t| json!({"uriTemplate": t.uri_template, "name": t.name}))
+                            .collect::<Vec<_>>()
+                            .into(),
+                    );
                     o.insert("categories".into(), s.categories().into());
                     Value::Object(o)
                 })

@@ -644,3 +644,24 @@ async fn a_script_reports_its_own_progress() {
     assert_eq!(progress.last().unwrap()["progress"], 10.0, "{progress:?}");
     assert_eq!(result(&seen.steps[1]), &json!("INVALID_ARGUMENT"));
 }
+
+/// Item 7, the script's side: resource templates were on the surface but
+/// not in `manifest`. `manifest.servers[i].templates` lists them, and a
+/// script reads a URI it filled in with `forge.readResource`.
+#[tokio::test]
+async fn scripts_see_resource_templates_in_the_manifest() {
+    let (_dir, config, _record) = setup("relay-templates", |record| relay_server("r", record, ""));
+    let s = connect(&config).await;
+    let got = s
+        .execute_when_ready(
+            CALL_BOUND,
+            r#"async () => {
+                const r = manifest.servers.find((s) => s.name === "r");
+                const t = r.templates.find((t) => t.uriTemplate === "note://{id}");
+                return { t, read: await forge.readResource("r", t.uriTemplate.replace("{id}", "7")) };
+            }"#,
+        )
+        .await;
+    assert_eq!(got["t"]["uriTemplate"], "note://{id}", "{got}");
+    assert!(got["read"].to_string().contains("note 7"), "{got}");
+}
