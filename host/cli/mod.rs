@@ -285,7 +285,15 @@ fn load_config(path: Option<PathBuf>) -> Result<Config, ExitCode> {
 async fn start(config: &Config) -> Result<Arc<Executor>, ExitCode> {
     // Before the sandbox, which takes seconds on a cold cache: a bad path
     // should fail at once.
-    let audit = match crate::audit::AuditLog::open(&config.audit) {
+    let metrics = config.observability.metrics.then(|| {
+        Arc::new(crate::observe::Metrics::new(
+            config.servers.iter().map(|s| s.name.as_str()),
+        ))
+    });
+    let observer = metrics
+        .clone()
+        .map(|m| m as Arc<dyn crate::audit::Observer>);
+    let audit = match crate::audit::AuditLog::open(&config.audit, observer) {
         Ok(log) => log,
         Err(e) => {
             eprintln!("error: {e}");
@@ -308,13 +316,13 @@ async fn start(config: &Config) -> Result<Arc<Executor>, ExitCode> {
         ),
         source => tracing::debug!(?source, "stash handle key"),
     }
-    Ok(Arc::new(
-        Executor::new(sandbox, Gateway::start(config), config.stash.clone())
-            .with_handle_key(key)
-            .with_surface(config.surface)
-            .with_sessions(config.sessions)
-            .with_rate_limit(config.executions_per_minute)
-            .with_validation(config.validate)
-            .with_audit(audit),
-    ))
+    let mut executor = Executor::new(sandbox, Gateway::start(config), config.stash.clone())
+        .with_handle_key(key)
+        .with_surface(config.surface)
+        .with_sessions(config.sessions)
+        .with_rate_limit(config.executions_per_minute)
+        .with_validation(config.validate)
+        .with_audit(audit);
+    executor.metrics = metrics;
+    Ok(Arc::new(executor))
 }

@@ -103,6 +103,10 @@ pub struct Config {
     /// `[sandbox] max_wait_secs` and `max_waiting`: how long and how many
     /// executions may wait on their clients.
     pub relay: crate::relay::RelayLimits,
+    /// `[observability]`: `/metrics` and the separate listener.
+    pub observability: crate::observe::ObservabilityConfig,
+    /// `[log]`: the log's format.
+    pub log: crate::observe::LogConfig,
 }
 
 impl Default for Config {
@@ -122,6 +126,8 @@ impl Default for Config {
             validate: true,
             audit: crate::audit::AuditConfig::default(),
             relay: crate::relay::RelayLimits::for_slots(SandboxLimits::default().max_concurrent),
+            observability: crate::observe::ObservabilityConfig::default(),
+            log: crate::observe::LogConfig::default(),
         }
     }
 }
@@ -140,6 +146,10 @@ struct RawConfig {
     audit: crate::audit::AuditConfig,
     #[serde(default)]
     surface: Surface,
+    #[serde(default)]
+    observability: crate::observe::ObservabilityConfig,
+    #[serde(default)]
+    log: crate::observe::LogConfig,
 }
 
 /// `[surface]`: how quickforge's own two tools are listed to its client.
@@ -483,6 +493,19 @@ impl Config {
             None => {}
         }
         let audit = resolve_audit(raw.audit, base_dir, path, &located, lookup)?;
+        if let Some(addr) = raw.observability.listen
+            && !addr.ip().is_loopback()
+            && raw.observability.allow_hosts.is_empty()
+        {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: located.line_of(&["observability", "listen"]),
+                key: "observability.listen".into(),
+                message: format!(
+                    "{addr} is not a loopback address; name the Host header scrapers will use in observability.allow_hosts (DNS-rebinding protection)"
+                ),
+            });
+        }
         if let Some(mode) = &s.execution_mode {
             tracing::warn!(
                 execution_mode = %mode,
@@ -515,6 +538,8 @@ impl Config {
             validate: s.validate,
             audit,
             relay,
+            observability: raw.observability,
+            log: raw.log,
         })
     }
 }

@@ -34,6 +34,9 @@ pub struct Executor {
     pub validate: bool,
     /// Where each execution is recorded (`[audit]`); `None` records nothing.
     pub audit: Option<Arc<crate::audit::AuditLog>>,
+    /// The metrics `/metrics` serves (`[observability] metrics`); the audit
+    /// log feeds them. `None`: not served.
+    pub metrics: Option<Arc<crate::observe::Metrics>>,
 }
 
 impl Executor {
@@ -59,6 +62,7 @@ impl Executor {
             rate: None,
             validate: true,
             audit: None,
+            metrics: None,
         }
     }
 

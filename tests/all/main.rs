@@ -27,6 +27,7 @@ mod limits;
 mod load;
 mod mcp;
 mod metadata;
+mod metrics;
 mod policy;
 mod redaction;
 mod relay;
