@@ -52,6 +52,15 @@ struct Cli {
     #[arg(long, global = true, value_name = "PATH")]
     config: Option<PathBuf>,
 
+    /// Log format on stderr: text or json (one object a line); overrides `[log] format`.
+    #[arg(
+        long,
+        global = true,
+        value_name = "FORMAT",
+        env = "QUICKFORGE_LOG_FORMAT"
+    )]
+    log_format: Option<crate::observe::LogFormat>,
+
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -172,6 +181,10 @@ pub fn main() -> ExitCode {
             };
         }
     };
+    if let Some(format) = cli.log_format {
+        logging::set_format(format);
+        let _ = LOG_FORMAT_FORCED.set(());
+    }
     // Generated from the clap definitions; nothing to start.
     match &cli.command {
         Some(Command::Completions { shell }) => {
@@ -263,9 +276,16 @@ fn config_path(config: Option<PathBuf>) -> PathBuf {
 
 /// Loads the configuration the way every command does, warning when there is
 /// none; a broken one is reported and ends the command with [`EXIT_USAGE`].
+/// Set when `--log-format` (or `QUICKFORGE_LOG_FORMAT`) chose the log's
+/// format, which `[log] format` then does not change.
+static LOG_FORMAT_FORCED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+
 fn load_config(path: Option<PathBuf>) -> Result<Config, ExitCode> {
     match Config::discover(path.as_deref()) {
         Ok(c) => {
+            if LOG_FORMAT_FORCED.get().is_none() {
+                logging::set_format(c.log.format);
+            }
             if c.source.is_none() {
                 tracing::warn!(
                     "no config file (--config, $FORGE_CONFIG or forge.toml in the working directory): no downstream servers, default limits"

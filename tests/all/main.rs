@@ -28,6 +28,7 @@ mod load;
 mod mcp;
 mod metadata;
 mod metrics;
+mod observe;
 mod policy;
 mod redaction;
 mod relay;
