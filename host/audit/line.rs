@@ -28,6 +28,11 @@ pub struct Record<'a> {
     pub timestamp: String,
     /// `search` or `execute`.
     pub operation: Mode,
+    /// The W3C trace id the execution ran in (the client's, from the
+    /// request's `traceparent`, or a fresh one), 32 hex digits, to join
+    /// this line to the traces of the client and the downstream servers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
     /// SHA-256 (hex) of the code exactly as received.
     pub code_sha256: String,
     /// Size of the code, in bytes.
@@ -153,6 +158,7 @@ impl AuditLog {
             timestamp: chrono::DateTime::<chrono::Utc>::from(arrival.at)
                 .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             operation: arrival.mode,
+            trace_id: crate::observe::trace::current_trace_id(),
             // Nobody reads these when only the observer sees the record:
             // no hashing and redacting of the code then.
             code_sha256: if self.writes() {

@@ -44,7 +44,9 @@ pub async fn call_tool(
         timeout,
         upstream,
     } = call;
-    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+    let params = crate::observe::trace::inject(
+        CallToolRequestParams::new(tool.to_string()).with_arguments(arguments),
+    );
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
     let track = upstream.map(|upstream| Track { tool, upstream });
     // `_tracked` holds the call's place in the relay while a task it

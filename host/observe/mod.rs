@@ -8,12 +8,15 @@
 //! reconnects) is read from the gateway when `/metrics` is scraped.
 
 mod metrics;
+mod otel;
+pub mod trace;
 
 use std::net::SocketAddr;
 
 use serde::Deserialize;
 
 pub use metrics::{Metrics, Scrape};
+pub use otel::exporting;
 
 /// `[observability]`: the metrics, and where they are served.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

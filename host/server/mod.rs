@@ -434,13 +434,15 @@ impl ServerHandler for ForgeServer {
         let client = self.client(&cx.peer);
         let token = cx.meta.get_progress_token();
         let (upstream, pump) = Upstream::new(client, token, self.executor.gateway.relay.clone());
-        let run = async {
+        let trace =
+            crate::observe::trace::TraceContext::from_meta(&cx.meta.0, crate::observe::exporting());
+        let run = crate::observe::trace::scope(trace, mode, async {
             let done = self
                 .run_with(mode, &code, handle, Some(upstream.clone()))
                 .await;
             upstream.finish().await;
             done
-        };
+        });
         tokio::select! {
             biased;
             () = cx.ct.cancelled() => Err(McpError::internal_error(

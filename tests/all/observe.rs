@@ -1,6 +1,7 @@
 //! The log's JSON format (issue 21, item 4), through the real binary.
 
 use std::process::Stdio;
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::AsyncWriteExt as _;
@@ -70,4 +71,101 @@ async fn json_logs_are_one_redacted_object_a_line_on_stderr() {
         .unwrap_or_else(|| panic!("{stderr}"));
     assert!(serde_json::from_str::<Value>(warn).is_err(), "{warn}");
     assert!(!stderr.contains(TOKEN), "{stderr}");
+}
+
+/// W3C trace context end to end: the client's `traceparent` and
+/// `tracestate` in the `execute` request's `_meta` reach the downstream
+/// server's `tools/call` in its `_meta`, with the client's trace id, a new
+/// parent span id (the gateway's span for that call, one per call) and the
+/// same flags and state; the audit line carries the trace id; a request
+/// without one starts a fresh trace, which downstream calls carry too.
+/// Reproduces: no trace context carried from the client through the script
+/// to the downstream calls.
+#[tokio::test]
+async fn the_clients_trace_reaches_downstream_calls_with_new_parent_spans() {
+    use rmcp::model::{CallToolRequestParams, RequestMetaObject};
+    let dir = scratch("trace");
+    let record = dir.join("record.jsonl");
+    let audit = dir.join("audit.jsonl");
+    let config = format!(
+        "{}[audit]\nfile = {}\n",
+        crate::relay::relay_server("r", &record, ""),
+        toml_str(&audit.to_string_lossy())
+    );
+    let s = connect(&write_config(&dir, &config)).await;
+    let trace = "0af7651916cd43dd8448eb211c80319c";
+    let client_span = "b7ad6b7169203331";
+    let mut meta = RequestMetaObject::new();
+    meta.0
+        .set_traceparent(format!("00-{trace}-{client_span}-01"));
+    meta.0.set_tracestate("vendor=opaque");
+    let mut args = serde_json::Map::new();
+    args.insert(
+        "code".into(),
+        r#"async () => Promise.all([forge.callTool("r", "slow", {ms: 1}), forge.callTool("r", "slow", {ms: 2})])"#.into(),
+    );
+    let mut params = CallToolRequestParams::new("execute").with_arguments(args);
+    params.meta = Some(meta);
+    let r = s.client.call_tool(params).await.unwrap();
+    ok_value(&r);
+
+    let lines = eventually(Duration::from_secs(10), || async {
+        let text = std::fs::read_to_string(&record).unwrap_or_default();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (lines.len() >= 2).then_some(lines)
+    })
+    .await;
+    let mut parents = Vec::new();
+    for line in &lines {
+        let tp = line["traceparent"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no traceparent downstream: {line}"));
+        let parts: Vec<&str> = tp.split('-').collect();
+        assert_eq!(parts.len(), 4, "{tp}");
+        assert_eq!((parts[0], parts[1], parts[3]), ("00", trace, "01"), "{tp}");
+        assert_eq!(parts[2].len(), 16, "{tp}");
+        assert_ne!(parts[2], client_span, "a new parent span: {tp}");
+        assert_ne!(parts[2], "0000000000000000", "{tp}");
+        assert_eq!(line["tracestate"], "vendor=opaque", "{line}");
+        parents.push(parts[2].to_owned());
+    }
+    assert_ne!(parents[0], parents[1], "one span per call");
+
+    // Without a traceparent: a fresh trace, still passed on.
+    s.execute(r#"async () => forge.callTool("r", "slow", {ms: 1})"#)
+        .await;
+    let third = eventually(Duration::from_secs(10), || async {
+        let text = std::fs::read_to_string(&record).unwrap_or_default();
+        text.lines()
+            .nth(2)
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    })
+    .await;
+    let fresh = third["traceparent"].as_str().unwrap().to_owned();
+    assert!(
+        fresh.starts_with("00-") && !fresh.contains(trace),
+        "{fresh}"
+    );
+    assert_eq!(third["tracestate"], Value::Null);
+
+    let audited: Vec<Value> = eventually(Duration::from_secs(10), || async {
+        let text = std::fs::read_to_string(&audit).unwrap_or_default();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (lines.len() >= 2).then_some(lines)
+    })
+    .await;
+    assert_eq!(audited[0]["trace_id"], trace, "{}", audited[0]);
+    assert_eq!(
+        audited[1]["trace_id"].as_str(),
+        fresh.split('-').nth(1),
+        "{}",
+        audited[1]
+    );
+    s.close().await;
 }

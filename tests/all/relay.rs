@@ -16,7 +16,7 @@ use crate::mcp::*;
 
 /// `[servers.NAME]`: tests/servers/relay.mjs recording into `record`, with
 /// `extra` TOML lines.
-fn relay_server(name: &str, record: &Path, extra: &str) -> String {
+pub(crate) fn relay_server(name: &str, record: &Path, extra: &str) -> String {
     install_servers();
     format!(
         "[servers.{name}]\ncommand = \"node\"\nargs = [{}, \"--record\", {}]\ntimeout_secs = 20\n{extra}",
