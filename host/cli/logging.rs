@@ -69,9 +69,13 @@ fn redact_json_line(line: &str) -> String {
     }
 }
 
+/// The span export's layer (see `observe::otel`), under the formatting.
+type Otel = Option<Box<dyn Layer<Registry> + Send + Sync>>;
+/// What the formatting layer sits on.
+type Base = tracing_subscriber::layer::Layered<Otel, Registry>;
 /// The formatting layer, boxed so the reload layer can swap one format for
 /// the other.
-type Fmt = Box<dyn Layer<Registry> + Send + Sync>;
+type Fmt = Box<dyn Layer<Base> + Send + Sync>;
 
 fn layer(format: LogFormat) -> Fmt {
     match format {
@@ -87,17 +91,24 @@ fn layer(format: LogFormat) -> Fmt {
 }
 
 /// Swaps the format of the running subscriber.
-static FORMAT: OnceLock<reload::Handle<Fmt, Registry>> = OnceLock::new();
+static FORMAT: OnceLock<reload::Handle<Fmt, Base>> = OnceLock::new();
 
 /// Sends the log to stderr, redacted, as text until [`set_format`] says
 /// otherwise. `QUICKFORGE_LOG` (or `RUST_LOG`) sets the filter; default
 /// `warn`.
 pub(super) fn init_tracing() {
-    let filter = std::env::var("QUICKFORGE_LOG")
+    let mut filter = std::env::var("QUICKFORGE_LOG")
         .or_else(|_| std::env::var("RUST_LOG"))
         .unwrap_or_else(|_| "warn".into());
+    let otel = crate::observe::otel::layer();
+    if otel.is_some() {
+        // The execution and call spans reach the export whatever the log's
+        // level (spans are not log lines: the text log does not show them).
+        filter.push_str(",quickforge::observe::trace=info");
+    }
     let (fmt, handle) = reload::Layer::new(layer(LogFormat::Text));
     let installed = tracing_subscriber::registry()
+        .with(otel)
         .with(fmt)
         .with(tracing_subscriber::EnvFilter::new(filter))
         .try_init();

@@ -259,6 +259,7 @@ pub fn main() -> ExitCode {
     });
     // Blocking reads of stdin must not hold the process open.
     runtime.shutdown_timeout(Duration::from_secs(1));
+    crate::observe::otel_shutdown();
     code
 }
 
@@ -320,6 +321,12 @@ async fn start(config: &Config) -> Result<Arc<Executor>, ExitCode> {
             return Err(ExitCode::from(EXIT_USAGE));
         }
     };
+    if let Some(endpoint) = &config.observability.otlp_endpoint {
+        match crate::observe::otel::install(endpoint) {
+            Ok(()) => tracing::info!("exporting spans to {endpoint}"),
+            Err(e) => tracing::warn!("observability.otlp_endpoint: {e}"),
+        }
+    }
     let sandbox = match Sandbox::new(config.sandbox.clone(), config.cache_dir.clone()).await {
         Ok(s) => Arc::new(s),
         Err(e) => {

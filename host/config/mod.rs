@@ -9,6 +9,7 @@
 //! `forge.toml.example`. Every error names the file, the line and the key.
 
 use quickforge_filters::expand;
+mod observe;
 mod servers;
 
 use std::collections::BTreeMap;
@@ -19,6 +20,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 pub use expand::{expand, references_with_fallbacks};
+pub use observe::{LogConfig, LogFormat, ObservabilityConfig};
 pub use servers::{
     GroupConfig, INHERITED_ENV, Isolation, MAX_NAME_LEN, ManifestConfig, ServerConfig, Transport,
     carries_credentials,
@@ -104,9 +106,9 @@ pub struct Config {
     /// executions may wait on their clients.
     pub relay: crate::relay::RelayLimits,
     /// `[observability]`: `/metrics` and the separate listener.
-    pub observability: crate::observe::ObservabilityConfig,
+    pub observability: ObservabilityConfig,
     /// `[log]`: the log's format.
-    pub log: crate::observe::LogConfig,
+    pub log: LogConfig,
 }
 
 impl Default for Config {
@@ -126,8 +128,8 @@ impl Default for Config {
             validate: true,
             audit: crate::audit::AuditConfig::default(),
             relay: crate::relay::RelayLimits::for_slots(SandboxLimits::default().max_concurrent),
-            observability: crate::observe::ObservabilityConfig::default(),
-            log: crate::observe::LogConfig::default(),
+            observability: ObservabilityConfig::default(),
+            log: LogConfig::default(),
         }
     }
 }
@@ -147,9 +149,9 @@ struct RawConfig {
     #[serde(default)]
     surface: Surface,
     #[serde(default)]
-    observability: crate::observe::ObservabilityConfig,
+    observability: ObservabilityConfig,
     #[serde(default)]
-    log: crate::observe::LogConfig,
+    log: LogConfig,
 }
 
 /// `[surface]`: how quickforge's own two tools are listed to its client.
@@ -493,6 +495,18 @@ impl Config {
             None => {}
         }
         let audit = resolve_audit(raw.audit, base_dir, path, &located, lookup)?;
+        if let Some(endpoint) = &raw.observability.otlp_endpoint
+            && !url::Url::parse(endpoint).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
+        {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: located.line_of(&["observability", "otlp_endpoint"]),
+                key: "observability.otlp_endpoint".into(),
+                message: format!(
+                    "must be an http(s) URL of an OTLP/HTTP traces path, e.g. http://127.0.0.1:4318/v1/traces; got {endpoint:?}"
+                ),
+            });
+        }
         if let Some(addr) = raw.observability.listen
             && !addr.ip().is_loopback()
             && raw.observability.allow_hosts.is_empty()

@@ -167,11 +167,23 @@ pub async fn scope<F: Future>(
     let span = tracing::info_span!(
         "execution",
         mode,
-        trace_id = %cx.trace_id_hex(),
-        span_id = %hex::encode(cx.span_id),
+        trace_id = tracing::field::Empty,
+        span_id = tracing::field::Empty,
         parent_id = cx.parent_id.map(hex::encode),
     );
-    super::otel::adopt(&span, &cx);
+    let mut cx = cx;
+    let parent = cx.parent_id.map(|span_id| super::otel::Remote {
+        trace_id: cx.trace_id,
+        span_id,
+        flags: cx.flags,
+        state: cx.state.as_deref(),
+    });
+    if let Some((trace_id, span_id)) = super::otel::adopt(&span, parent) {
+        cx.trace_id = trace_id;
+        cx.span_id = span_id;
+    }
+    span.record("trace_id", cx.trace_id_hex());
+    span.record("span_id", hex::encode(cx.span_id));
     CURRENT.scope(cx, execution.instrument(span)).await
 }
 

@@ -169,3 +169,76 @@ async fn the_clients_trace_reaches_downstream_calls_with_new_parent_spans() {
     );
     s.close().await;
 }
+
+/// With the `otel` feature and `[observability] otlp_endpoint`, the
+/// execution and call spans reach an OTLP/HTTP collector (a bare HTTP
+/// receiver here) in the client's trace, and the span id passed downstream
+/// as the parent is the exported call span's. Reproduces: no span export.
+/// Runs only in a build with `--features otel`.
+#[cfg(feature = "otel")]
+#[tokio::test]
+async fn spans_are_exported_over_otlp_http_in_the_clients_trace() {
+    use rmcp::model::{CallToolRequestParams, RequestMetaObject};
+    use std::sync::{Arc, Mutex};
+    let bodies: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
+    let kept = bodies.clone();
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            let kept = kept.clone();
+            async move {
+                kept.lock().unwrap().push(body.to_vec());
+                ""
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let dir = scratch("otlp");
+    let record = dir.join("record.jsonl");
+    let config = format!(
+        "{}[observability]\notlp_endpoint = \"http://127.0.0.1:{port}/v1/traces\"\n",
+        crate::relay::relay_server("r", &record, ""),
+    );
+    let s = connect(&write_config(&dir, &config)).await;
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let mut meta = RequestMetaObject::new();
+    meta.0
+        .set_traceparent(format!("00-{trace}-00f067aa0ba902b7-01"));
+    let mut args = serde_json::Map::new();
+    args.insert(
+        "code".into(),
+        r#"async () => forge.callTool("r", "slow", {ms: 1})"#.into(),
+    );
+    let mut params = CallToolRequestParams::new("execute").with_arguments(args);
+    params.meta = Some(meta);
+    ok_value(&s.client.call_tool(params).await.unwrap());
+    s.close().await;
+
+    let line: Value = serde_json::from_str(
+        std::fs::read_to_string(&record)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let parent = line["traceparent"]
+        .as_str()
+        .unwrap()
+        .split('-')
+        .nth(2)
+        .unwrap()
+        .to_owned();
+    let all: Vec<u8> = bodies.lock().unwrap().concat();
+    let has = |needle: &[u8]| all.windows(needle.len()).any(|w| w == needle);
+    assert!(!all.is_empty(), "nothing exported");
+    assert!(has(&hex::decode(trace).unwrap()), "the client's trace id");
+    assert!(
+        has(&hex::decode(&parent).unwrap()),
+        "the call span passed downstream"
+    );
+    assert!(has(b"execution") && has(b"tool_call"), "both spans");
+}
