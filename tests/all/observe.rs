@@ -1,7 +1,6 @@
 //! The log's JSON format (issue 21, item 4), through the real binary.
 
 use std::process::Stdio;
-use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::AsyncWriteExt as _;
@@ -73,20 +72,6 @@ async fn json_logs_are_one_redacted_object_a_line_on_stderr() {
     assert!(!stderr.contains(TOKEN), "{stderr}");
 }
 
-/// The JSON lines of `path` once there are at least `n` (a server or the
-/// audit writer appends them just after the answers go out).
-async fn jsonl(path: &std::path::Path, n: usize) -> Vec<Value> {
-    eventually(Duration::from_secs(10), || async {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        let lines: Vec<Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        (lines.len() >= n).then_some(lines)
-    })
-    .await
-}
-
 /// W3C trace context end to end: the client's `traceparent` and
 /// `tracestate` in the `execute` request's `_meta` reach the downstream
 /// server's `tools/call` in its `_meta`, with the client's trace id, a new
@@ -123,7 +108,7 @@ async fn the_clients_trace_reaches_downstream_calls_with_new_parent_spans() {
     let r = s.client.call_tool(params).await.unwrap();
     ok_value(&r);
 
-    let lines = jsonl(&record, 2).await;
+    let lines = crate::relay::recorded(&record, 2).await;
     let mut parents = Vec::new();
     for line in &lines {
         let tp = line["traceparent"]
@@ -143,7 +128,7 @@ async fn the_clients_trace_reaches_downstream_calls_with_new_parent_spans() {
     // Without a traceparent: a fresh trace, still passed on.
     s.execute(r#"async () => forge.callTool("r", "slow", {ms: 1})"#)
         .await;
-    let third = jsonl(&record, 3).await.swap_remove(2);
+    let third = crate::relay::recorded(&record, 3).await.swap_remove(2);
     let fresh = third["traceparent"].as_str().unwrap().to_owned();
     assert!(
         fresh.starts_with("00-") && !fresh.contains(trace),
@@ -151,7 +136,7 @@ async fn the_clients_trace_reaches_downstream_calls_with_new_parent_spans() {
     );
     assert_eq!(third["tracestate"], Value::Null);
 
-    let audited = jsonl(&audit, 2).await;
+    let audited = crate::relay::recorded(&audit, 2).await;
     assert_eq!(audited[0]["trace_id"], trace, "{}", audited[0]);
     assert_eq!(
         audited[1]["trace_id"].as_str(),
@@ -209,7 +194,7 @@ async fn spans_are_exported_over_otlp_http_in_the_clients_trace() {
     ok_value(&s.client.call_tool(params).await.unwrap());
     s.close().await;
 
-    let line = jsonl(&record, 1).await.swap_remove(0);
+    let line = crate::relay::recorded(&record, 1).await.swap_remove(0);
     let parent = line["traceparent"]
         .as_str()
         .unwrap()

@@ -68,8 +68,9 @@ fn error_text(step: &Value) -> String {
     step["text"][0].as_str().unwrap().to_string()
 }
 
-/// The lines of `record` (written by relay.mjs), once `count` are there.
-async fn recorded(record: &Path, count: usize) -> Vec<Value> {
+/// The JSON lines of `record` (written by relay.mjs, or any JSON-lines
+/// file such as the audit log), once `count` are there.
+pub(crate) async fn recorded(record: &Path, count: usize) -> Vec<Value> {
     eventually(Duration::from_secs(10), || async {
         let text = std::fs::read_to_string(record).unwrap_or_default();
         let lines: Vec<Value> = text
