@@ -27,6 +27,8 @@
 //! - `session` — one client session: its stash handle, its share of the
 //!   execution slots, the cap on live sessions;
 //! - `audit` — one JSON line per execution, for investigation;
+//! - `observe` — Prometheus metrics (fed by the audit records), the log's
+//!   format, trace context;
 //! - `redact` — secrets out of every error text and log line;
 //! - `error` — the typed failures and the one vocabulary of codes;
 //! - `suggest` — did-you-mean for misspelled names;
@@ -41,6 +43,7 @@ mod error;
 mod gateway;
 mod guest_json;
 mod manifest;
+mod observe;
 mod policy;
 mod relay;
 mod sandbox;

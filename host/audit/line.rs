@@ -28,6 +28,11 @@ pub struct Record<'a> {
     pub timestamp: String,
     /// `search` or `execute`.
     pub operation: Mode,
+    /// The W3C trace id the execution ran in (the client's, from the
+    /// request's `traceparent`, or a fresh one), 32 hex digits, to join
+    /// this line to the traces of the client and the downstream servers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
     /// SHA-256 (hex) of the code exactly as received.
     pub code_sha256: String,
     /// Size of the code, in bytes.
@@ -44,6 +49,11 @@ pub struct Record<'a> {
     /// answering an elicitation or an approval, the client's model
     /// sampling), which the execution's time limit does not count.
     pub waited_ms: f64,
+    /// Part of `duration_ms` spent waiting for a free execution slot of
+    /// the sandbox (`max_concurrent`); absent for an execution refused
+    /// before it queued.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queued_ms: Option<f64>,
     /// `ok`, `error`, or `cancelled` (the request was cancelled, or the
     /// client went away, before the execution finished).
     pub outcome: &'static str,
@@ -84,6 +94,12 @@ impl AuditLog {
     /// Queues `record` to be written as one line to each destination.
     /// Never blocks: when the queue is full the line is counted as lost.
     pub fn write(&self, record: &Record<'_>) {
+        if let Some(observer) = &self.observer {
+            observer.observe(record);
+        }
+        if !self.writes() {
+            return;
+        }
         let mut line = match serde_json::to_vec(record) {
             Ok(line) => line,
             Err(e) => {
@@ -142,13 +158,25 @@ impl AuditLog {
             timestamp: chrono::DateTime::<chrono::Utc>::from(arrival.at)
                 .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             operation: arrival.mode,
-            code_sha256: sha256(arrival.code),
+            trace_id: crate::observe::trace::current_trace_id(),
+            // Nobody reads these when only the observer sees the record:
+            // no hashing and redacting of the code then.
+            code_sha256: if self.writes() {
+                sha256(arrival.code)
+            } else {
+                String::new()
+            },
             code_bytes: arrival.code.len() as u64,
-            code_preview: preview(arrival.code, self.preview_bytes),
+            code_preview: if self.writes() {
+                preview(arrival.code, self.preview_bytes)
+            } else {
+                String::new()
+            },
             operations,
             operations_dropped,
             duration_ms: took.as_secs_f64() * 1000.0,
             waited_ms: report.map_or(0.0, |r| r.stats.waited_micros as f64 / 1000.0),
+            queued_ms: report.and_then(|r| r.stats.queued_micros.map(|q| q as f64 / 1000.0)),
             outcome,
             error_kind,
             error_code,

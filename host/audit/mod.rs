@@ -30,9 +30,17 @@ mod writer;
 
 use serde::Deserialize;
 
-pub use line::{Arrival, random_id};
+pub use line::{Arrival, Record, random_id};
 pub use trail::{SharedTrail, Trail};
 pub use writer::AuditLog;
+
+/// Sees every execution's record as the log writes it, whether or not
+/// lines go anywhere: the one place the metrics learn what executions and
+/// their calls did (see `crate::observe`).
+pub trait Observer: Send + Sync {
+    /// Takes note of one finished (or cancelled) execution.
+    fn observe(&self, record: &Record<'_>);
+}
 
 /// Default `[audit] preview_bytes`: enough of a script to recognize it at a
 /// glance (its first few statements), small enough that a line stays
@@ -205,7 +213,7 @@ mod tests {
             file: Some(path.clone()),
             ..AuditConfig::default()
         };
-        let log = AuditLog::open(&config).unwrap().unwrap();
+        let log = AuditLog::open(&config, None).unwrap().unwrap();
         let report = Report {
             result: Ok(serde_json::json!({"a": 1})),
             logs: Vec::new(),
@@ -250,7 +258,7 @@ mod tests {
             file: Some(PathBuf::from("/nonexistent-dir/audit.jsonl")),
             ..AuditConfig::default()
         };
-        let e = AuditLog::open(&config).err().unwrap();
+        let e = AuditLog::open(&config, None).err().unwrap();
         assert!(
             e.to_string().contains("/nonexistent-dir/audit.jsonl"),
             "{e}"

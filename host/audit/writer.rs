@@ -34,19 +34,34 @@ const CLOSE_WAIT: Duration = Duration::from_secs(5);
 /// Where audit lines go. Shared by every session. Lines are written by a
 /// thread of their own, so no execution waits on a disk.
 pub struct AuditLog {
+    /// `None` when no line is written anywhere and only `observer` sees the
+    /// records.
     queue: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
     writer: Option<std::thread::JoinHandle<()>>,
     /// Lines lost to a full queue since the writer last reported.
     lost: std::sync::Arc<AtomicU64>,
     pub(super) preview_bytes: usize,
     max_operations: usize,
+    /// Sees every record as it is written (the metrics).
+    pub(super) observer: Option<std::sync::Arc<dyn super::Observer>>,
 }
 
 impl AuditLog {
-    /// Opens the log `config` describes; `None` when it writes nowhere.
-    pub fn open(config: &AuditConfig) -> std::io::Result<Option<AuditLog>> {
+    /// Opens the log `config` describes, with `observer` seeing every
+    /// record; `None` when it writes nowhere and nothing observes it.
+    pub fn open(
+        config: &AuditConfig,
+        observer: Option<std::sync::Arc<dyn super::Observer>>,
+    ) -> std::io::Result<Option<AuditLog>> {
         if !config.enabled() {
-            return Ok(None);
+            return Ok(observer.map(|observer| AuditLog {
+                queue: None,
+                writer: None,
+                lost: Default::default(),
+                preview_bytes: config.preview_bytes,
+                max_operations: config.max_operations,
+                observer: Some(observer),
+            }));
         }
         let file = match &config.file {
             None => None,
@@ -73,7 +88,14 @@ impl AuditLog {
             lost,
             preview_bytes: config.preview_bytes,
             max_operations: config.max_operations,
+            observer,
         }))
+    }
+
+    /// Whether lines are written anywhere (else only the observer sees
+    /// the records).
+    pub(super) fn writes(&self) -> bool {
+        self.queue.is_some()
     }
 
     /// A new trail for one execution, bounded by `max_operations`.

@@ -52,6 +52,15 @@ struct Cli {
     #[arg(long, global = true, value_name = "PATH")]
     config: Option<PathBuf>,
 
+    /// Log format on stderr: text or json (one object a line); overrides `[log] format`.
+    #[arg(
+        long,
+        global = true,
+        value_name = "FORMAT",
+        env = "QUICKFORGE_LOG_FORMAT"
+    )]
+    log_format: Option<crate::observe::LogFormat>,
+
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -172,6 +181,10 @@ pub fn main() -> ExitCode {
             };
         }
     };
+    if let Some(format) = cli.log_format {
+        logging::set_format(format);
+        let _ = LOG_FORMAT_FORCED.set(());
+    }
     // Generated from the clap definitions; nothing to start.
     match &cli.command {
         Some(Command::Completions { shell }) => {
@@ -246,6 +259,7 @@ pub fn main() -> ExitCode {
     });
     // Blocking reads of stdin must not hold the process open.
     runtime.shutdown_timeout(Duration::from_secs(1));
+    crate::observe::otel_shutdown();
     code
 }
 
@@ -263,9 +277,16 @@ fn config_path(config: Option<PathBuf>) -> PathBuf {
 
 /// Loads the configuration the way every command does, warning when there is
 /// none; a broken one is reported and ends the command with [`EXIT_USAGE`].
+/// Set when `--log-format` (or `QUICKFORGE_LOG_FORMAT`) chose the log's
+/// format, which `[log] format` then does not change.
+static LOG_FORMAT_FORCED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+
 fn load_config(path: Option<PathBuf>) -> Result<Config, ExitCode> {
     match Config::discover(path.as_deref()) {
         Ok(c) => {
+            if LOG_FORMAT_FORCED.get().is_none() {
+                logging::set_format(c.log.format);
+            }
             if c.source.is_none() {
                 tracing::warn!(
                     "no config file (--config, $FORGE_CONFIG or forge.toml in the working directory): no downstream servers, default limits"
@@ -285,13 +306,27 @@ fn load_config(path: Option<PathBuf>) -> Result<Config, ExitCode> {
 async fn start(config: &Config) -> Result<Arc<Executor>, ExitCode> {
     // Before the sandbox, which takes seconds on a cold cache: a bad path
     // should fail at once.
-    let audit = match crate::audit::AuditLog::open(&config.audit) {
+    let metrics = config.observability.metrics.then(|| {
+        Arc::new(crate::observe::Metrics::new(
+            config.servers.iter().map(|s| s.name.as_str()),
+        ))
+    });
+    let observer = metrics
+        .clone()
+        .map(|m| m as Arc<dyn crate::audit::Observer>);
+    let audit = match crate::audit::AuditLog::open(&config.audit, observer) {
         Ok(log) => log,
         Err(e) => {
             eprintln!("error: {e}");
             return Err(ExitCode::from(EXIT_USAGE));
         }
     };
+    if let Some(endpoint) = &config.observability.otlp_endpoint {
+        match crate::observe::otel::install(endpoint) {
+            Ok(()) => tracing::info!("exporting spans to {endpoint}"),
+            Err(e) => tracing::warn!("observability.otlp_endpoint: {e}"),
+        }
+    }
     let sandbox = match Sandbox::new(config.sandbox.clone(), config.cache_dir.clone()).await {
         Ok(s) => Arc::new(s),
         Err(e) => {
@@ -308,14 +343,14 @@ async fn start(config: &Config) -> Result<Arc<Executor>, ExitCode> {
         ),
         source => tracing::debug!(?source, "stash handle key"),
     }
-    Ok(Arc::new(
-        Executor::new(sandbox, Gateway::start(config), config.stash.clone())
-            .with_handle_key(key)
-            .with_tasks(config.tasks)
-            .with_surface(config.surface)
-            .with_sessions(config.sessions)
-            .with_rate_limit(config.executions_per_minute)
-            .with_validation(config.validate)
-            .with_audit(audit),
-    ))
+    let mut executor = Executor::new(sandbox, Gateway::start(config), config.stash.clone())
+        .with_handle_key(key)
+        .with_tasks(config.tasks)
+        .with_surface(config.surface)
+        .with_sessions(config.sessions)
+        .with_rate_limit(config.executions_per_minute)
+        .with_validation(config.validate)
+        .with_audit(audit);
+    executor.metrics = metrics;
+    Ok(Arc::new(executor))
 }

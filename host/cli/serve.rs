@@ -37,11 +37,26 @@ pub(super) async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode 
         Err(code) => return code,
     };
     let gateway = executor.gateway.clone();
+    let observing = tokio_util::sync::CancellationToken::new();
+    if let Some(addr) = config.observability.listen
+        && let Err(e) = super::health::listen(
+            addr,
+            &config.observability.allow_hosts,
+            executor.clone(),
+            observing.clone(),
+        )
+        .await
+    {
+        eprintln!("error: could not listen on {addr} (observability.listen): {e}");
+        gateway.close(SERVER_GRACE).await;
+        return ExitCode::from(EXIT_USAGE);
+    }
     tokio::spawn(refresh_on_sighup(gateway.clone()));
     let code = match args.http {
         None => serve_stdio(executor).await,
         Some(addr) => serve_http(executor, addr, args.allow_hosts, args.allow_origins).await,
     };
+    observing.cancel();
     gateway.close(SERVER_GRACE).await;
     code
 }
@@ -110,8 +125,7 @@ async fn serve_http(
     };
     let local = listener.local_addr().unwrap_or(addr);
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let mut allowed_hosts = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
-    allowed_hosts.extend(hosts);
+    let allowed_hosts = super::health::allowed_hosts(&hosts);
     let mut allowed_origins = vec![
         "http://localhost:*".to_string(),
         "http://127.0.0.1:*".into(),
@@ -145,7 +159,7 @@ async fn serve_http(
         .layer(axum::middleware::from_fn(move |req, next| {
             sessions_gate(gate.clone(), req, next)
         }))
-        .merge(super::health::routes(executor.clone()));
+        .merge(super::health::routes(executor.clone(), &hosts));
     // The one line on stdout in HTTP mode: where to connect. Tests and
     // scripts read it to learn the port when ADDR asked for port 0.
     println!("quickforge listening on http://{local}/mcp");

@@ -9,6 +9,7 @@
 //! `forge.toml.example`. Every error names the file, the line and the key.
 
 use quickforge_filters::expand;
+mod observe;
 mod servers;
 
 use std::collections::BTreeMap;
@@ -19,6 +20,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 pub use expand::{expand, references_with_fallbacks};
+pub use observe::{LogConfig, LogFormat, ObservabilityConfig};
 pub use servers::{
     GroupConfig, INHERITED_ENV, Isolation, MAX_NAME_LEN, ManifestConfig, ServerConfig, Transport,
     carries_credentials,
@@ -106,6 +108,10 @@ pub struct Config {
     /// `[sandbox] task_timeout_secs` and `task_after_ms`: executions run
     /// as tasks, and when an `execute` becomes one.
     pub tasks: crate::tasks::TaskLimits,
+    /// `[observability]`: `/metrics` and the separate listener.
+    pub observability: ObservabilityConfig,
+    /// `[log]`: the log's format.
+    pub log: LogConfig,
 }
 
 impl Default for Config {
@@ -126,6 +132,8 @@ impl Default for Config {
             audit: crate::audit::AuditConfig::default(),
             relay: crate::relay::RelayLimits::for_slots(SandboxLimits::default().max_concurrent),
             tasks: crate::tasks::TaskLimits::for_slots(SandboxLimits::default().max_concurrent),
+            observability: ObservabilityConfig::default(),
+            log: LogConfig::default(),
         }
     }
 }
@@ -144,6 +152,10 @@ struct RawConfig {
     audit: crate::audit::AuditConfig,
     #[serde(default)]
     surface: Surface,
+    #[serde(default)]
+    observability: ObservabilityConfig,
+    #[serde(default)]
+    log: LogConfig,
 }
 
 /// `[surface]`: how quickforge's own two tools are listed to its client.
@@ -519,6 +531,31 @@ impl Config {
             None => {}
         }
         let audit = resolve_audit(raw.audit, base_dir, path, &located, lookup)?;
+        if let Some(endpoint) = &raw.observability.otlp_endpoint
+            && !url::Url::parse(endpoint).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
+        {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: located.line_of(&["observability", "otlp_endpoint"]),
+                key: "observability.otlp_endpoint".into(),
+                message: format!(
+                    "must be an http(s) URL of an OTLP/HTTP traces path, e.g. http://127.0.0.1:4318/v1/traces; got {endpoint:?}"
+                ),
+            });
+        }
+        if let Some(addr) = raw.observability.listen
+            && !addr.ip().is_loopback()
+            && raw.observability.allow_hosts.is_empty()
+        {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: located.line_of(&["observability", "listen"]),
+                key: "observability.listen".into(),
+                message: format!(
+                    "{addr} is not a loopback address; name the Host header scrapers will use in observability.allow_hosts (DNS-rebinding protection)"
+                ),
+            });
+        }
         if let Some(mode) = &s.execution_mode {
             tracing::warn!(
                 execution_mode = %mode,
@@ -552,6 +589,8 @@ impl Config {
             audit,
             relay,
             tasks,
+            observability: raw.observability,
+            log: raw.log,
         })
     }
 }

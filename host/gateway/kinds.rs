@@ -47,7 +47,9 @@ pub async fn call_tool(
         timeout,
         upstream,
     } = call;
-    let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+    let mut params = crate::observe::trace::inject(
+        CallToolRequestParams::new(tool.to_string()).with_arguments(arguments),
+    );
     let track = upstream.clone().map(|upstream| Track { tool, upstream });
     let asking = Asking {
         conn,

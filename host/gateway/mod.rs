@@ -62,6 +62,9 @@ pub struct Server {
     /// Its protocol era once a connect has learned it, so reconnects skip
     /// the `server/discover` probe a legacy server may make slow.
     era: era::EraMemory,
+    /// Connection attempts after the first (after a failed attempt or a
+    /// lost session), for `/metrics`.
+    pub reconnects: std::sync::atomic::AtomicU64,
 }
 
 impl Server {
@@ -83,6 +86,7 @@ impl Server {
             config: config.clone(),
             conn: ArcSwapOption::empty(),
             era: era::EraMemory::default(),
+            reconnects: Default::default(),
         }
     }
 }
@@ -174,6 +178,11 @@ impl Gateway {
     /// The configured server `name`.
     pub fn server(&self, name: &str) -> Option<&Arc<Server>> {
         self.servers.get(name)
+    }
+
+    /// Every configured server, sorted by name.
+    pub fn servers(&self) -> impl Iterator<Item = &Arc<Server>> {
+        self.servers.values()
     }
 
     /// Waits until every server has finished its first connection attempt,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use tracing::Instrument as _;
 
 use super::downstream::{self, Connection};
 use super::{Gateway, Server};
@@ -92,16 +93,21 @@ impl Servers for Router {
                 let tool = tool.to_string();
                 let upstream = self.upstream.clone();
                 let route = self.to_server(server, entry, move |conn, server, timeout| {
-                    Box::pin(async move {
-                        let call = super::kinds::Call {
-                            conn: &conn,
-                            server: &server,
-                            tool: &tool,
-                            timeout,
-                            upstream,
-                        };
-                        super::kinds::call_tool(call, args).await
-                    })
+                    // One span per downstream call, under the execution's.
+                    let span = crate::observe::trace::call_span(&server, &tool);
+                    Box::pin(
+                        async move {
+                            let call = super::kinds::Call {
+                                conn: &conn,
+                                server: &server,
+                                tool: &tool,
+                                timeout,
+                                upstream,
+                            };
+                            super::kinds::call_tool(call, args).await
+                        }
+                        .instrument(span),
+                    )
                 })?;
                 Ok(match (route, confirm) {
                     (Route::To { guards, send }, Some((why, args))) => Route::Ask {

@@ -61,6 +61,11 @@ pub(super) async fn supervise(
             Some(g) => (g.refresh.clone(), g.relay.clone()),
             None => return,
         };
+        if !first {
+            server
+                .reconnects
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let attempt = {
             let _permit = permits.acquire().await;
             let mut limit = server.config.timeout.max(MIN_CONNECT_TIME);

@@ -144,6 +144,10 @@ pub struct Stats {
     /// elicitation or an approval, the client's model sampling), which the
     /// time limit does not count.
     pub waited_micros: u64,
+    /// Time spent waiting for one of the sandbox's `max_concurrent` slots
+    /// before running (or before being refused as busy), in microseconds;
+    /// `None` for an execution refused before it queued.
+    pub queued_micros: Option<u64>,
 }
 
 /// Everything one execution produced.
@@ -239,13 +243,14 @@ impl Sandbox {
                 ),
             );
         }
+        let queued = Instant::now();
         let permit = match tokio::time::timeout(self.limits.max_queue_wait, self.slots.acquire())
             .await
         {
             Ok(Ok(permit)) => permit,
             Ok(Err(_)) => return failed(ErrorKind::Internal, "the sandbox is shutting down"),
             Err(_) => {
-                return failed(
+                let mut busy = failed(
                     ErrorKind::Busy,
                     format!(
                         "the sandbox is busy: all {} execution slots stayed taken for {} ms; retry shortly",
@@ -253,8 +258,11 @@ impl Sandbox {
                         self.limits.max_queue_wait.as_millis()
                     ),
                 );
+                busy.stats.queued_micros = Some(queued.elapsed().as_micros() as u64);
+                return busy;
             }
         };
+        let queued_micros = Some(queued.elapsed().as_micros() as u64);
         // The time limit counts from when the execution gets its slot, and
         // stops while the execution waits on its client (see
         // `relay::deadline`).
@@ -333,6 +341,7 @@ impl Sandbox {
                 logs_dropped: state.logs_dropped,
                 output_cut,
                 waited_micros: deadline.waited().as_micros() as u64,
+                queued_micros,
             },
         }
     }

@@ -97,6 +97,8 @@ impl ForgeServer {
         let client = self.client(&cx.peer);
         let token = cx.meta.get_progress_token();
         let relay = self.executor.gateway.relay.clone();
+        let trace =
+            crate::observe::trace::TraceContext::from_meta(&cx.meta.0, crate::observe::exporting());
         let modern = cx
             .protocol_version()
             .is_none_or(|v| v >= ProtocolVersion::V_2026_07_28);
@@ -105,13 +107,13 @@ impl ForgeServer {
             let limit = tasks.then_some(self.executor.runs.limits().timeout);
             let (upstream, pump) = Upstream::parked(client, token, relay, caps, limit);
             let server = self.clone();
-            let execution = async move {
+            let execution = crate::observe::trace::scope(trace, mode, async move {
                 let (report, used) = server
                     .run_with(mode, &code, handle, Some(upstream.clone()))
                     .await;
                 upstream.finish().await;
                 to_result(&report, used.as_ref())
-            };
+            });
             let questions = Arc::new(Questions::default());
             let Some(run) = self.executor.runs.start(execution, questions, pump) else {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
@@ -128,13 +130,13 @@ impl ForgeServer {
         // dropped, which stops the script at once, frees its slots and
         // cancels its downstream calls.
         let (upstream, pump) = Upstream::new(client, token, relay);
-        let run = async {
+        let run = crate::observe::trace::scope(trace, mode, async {
             let done = self
                 .run_with(mode, &code, handle, Some(upstream.clone()))
                 .await;
             upstream.finish().await;
             done
-        };
+        });
         tokio::select! {
             biased;
             () = cx.ct.cancelled() => Err(cancelled()),

@@ -37,6 +37,9 @@ pub struct Executor {
     /// Executions that outlive their request: tasks, and executions
     /// waiting for a 2026-era client's answers.
     pub runs: Arc<crate::tasks::Runs>,
+    /// The metrics `/metrics` serves (`[observability] metrics`); the audit
+    /// log feeds them. `None`: not served.
+    pub metrics: Option<Arc<crate::observe::Metrics>>,
 }
 
 impl Executor {
@@ -65,6 +68,7 @@ impl Executor {
             rate: None,
             validate: true,
             audit: None,
+            metrics: None,
         }
     }
 

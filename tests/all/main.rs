@@ -27,6 +27,8 @@ mod limits;
 mod load;
 mod mcp;
 mod metadata;
+mod metrics;
+mod observe;
 mod policy;
 mod redaction;
 mod relay;

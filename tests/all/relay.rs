@@ -16,7 +16,7 @@ use crate::mcp::*;
 
 /// `[servers.NAME]`: tests/servers/relay.mjs recording into `record`, with
 /// `extra` TOML lines.
-fn relay_server(name: &str, record: &Path, extra: &str) -> String {
+pub(crate) fn relay_server(name: &str, record: &Path, extra: &str) -> String {
     install_servers();
     format!(
         "[servers.{name}]\ncommand = \"node\"\nargs = [{}, \"--record\", {}]\ntimeout_secs = 20\n{extra}",
@@ -68,8 +68,9 @@ fn error_text(step: &Value) -> String {
     step["text"][0].as_str().unwrap().to_string()
 }
 
-/// The lines of `record` (written by relay.mjs), once `count` are there.
-async fn recorded(record: &Path, count: usize) -> Vec<Value> {
+/// The JSON lines of `record` (written by relay.mjs, or any JSON-lines
+/// file such as the audit log), once `count` are there.
+pub(crate) async fn recorded(record: &Path, count: usize) -> Vec<Value> {
     eventually(Duration::from_secs(10), || async {
         let text = std::fs::read_to_string(record).unwrap_or_default();
         let lines: Vec<Value> = text

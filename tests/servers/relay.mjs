@@ -3,9 +3,11 @@
 // server-everything has no deterministic tool for it. Every tool does one
 // real protocol thing:
 //
-//   slow {ms}            waits, and appends {"cancelled": true|false, ms} to
-//                        the file named by --record when it ends (cancelled
-//                        means the server heard notifications/cancelled)
+//   slow {ms}            waits, and appends {"cancelled": true|false, ms,
+//                        traceparent, tracestate} to the file named by
+//                        --record when it ends (cancelled means the server
+//                        heard notifications/cancelled; the trace fields are
+//                        the request's _meta ones, if any)
 //   wipe {target}        a tool annotated destructiveHint: true
 //   ask {question}       elicitation/create (form), returns the answer
 //   sample {prompt}      sampling/createMessage, returns the reply text
@@ -55,7 +57,7 @@ function makeServer() {
           resolve(true);
         });
       });
-      note({ tool: "slow", ms, cancelled });
+      note({ tool: "slow", ms, cancelled, traceparent: extra._meta?.traceparent, tracestate: extra._meta?.tracestate });
       return text({ slept: ms, cancelled });
     },
   );
