@@ -9,6 +9,7 @@
 //! `forge.toml.example`. Every error names the file, the line and the key.
 
 use quickforge_filters::expand;
+mod forgemax;
 mod servers;
 
 use std::collections::BTreeMap;
@@ -19,6 +20,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 pub use expand::{expand, references_with_fallbacks};
+pub use forgemax::DEFAULT_STARTUP_CONCURRENCY;
 pub use servers::{
     GroupConfig, INHERITED_ENV, Isolation, MAX_NAME_LEN, ManifestConfig, ServerConfig, Transport,
     carries_credentials,
@@ -103,6 +105,9 @@ pub struct Config {
     /// `[sandbox] max_wait_secs` and `max_waiting`: how long and how many
     /// executions may wait on their clients.
     pub relay: crate::relay::RelayLimits,
+    /// `[sandbox] startup_concurrency` (Forgemax's key): servers connecting
+    /// at once, [`DEFAULT_STARTUP_CONCURRENCY`] by default.
+    pub startup_concurrency: usize,
 }
 
 impl Default for Config {
@@ -122,6 +127,7 @@ impl Default for Config {
             validate: true,
             audit: crate::audit::AuditConfig::default(),
             relay: crate::relay::RelayLimits::for_slots(SandboxLimits::default().max_concurrent),
+            startup_concurrency: DEFAULT_STARTUP_CONCURRENCY,
         }
     }
 }
@@ -230,10 +236,18 @@ struct RawSandbox {
     max_wait_secs: Option<u64>,
     max_waiting: Option<usize>,
     validate: bool,
+    max_parallel: u32,
     /// Forgemax's choice of isolation; accepted so its configs load, and
     /// ignored: quickforge always runs each script in its own Wasm instance.
     execution_mode: Option<String>,
-    stash: StashLimits,
+    stash: forgemax::RawStash,
+    /// Forgemax's keys: mapped (`max_resource_size_mb`,
+    /// `startup_concurrency`) or accepted with a warning (the rest); see
+    /// [`forgemax`].
+    max_resource_size_mb: Option<u64>,
+    startup_concurrency: Option<usize>,
+    max_ipc_message_size_mb: Option<u64>,
+    pool: Option<forgemax::RawPool>,
 }
 
 impl Default for RawSandbox {
@@ -262,8 +276,13 @@ impl Default for RawSandbox {
             max_wait_secs: None,
             max_waiting: None,
             validate: true,
+            max_parallel: d.max_parallel,
             execution_mode: None,
-            stash: StashLimits::default(),
+            stash: forgemax::RawStash::default(),
+            max_resource_size_mb: None,
+            startup_concurrency: None,
+            max_ipc_message_size_mb: None,
+            pool: None,
         }
     }
 }
@@ -322,15 +341,6 @@ impl Config {
         })?;
         let located = Located { path, text };
         let base_dir = path.parent().unwrap_or(Path::new("."));
-        let downstream = servers::resolve(
-            raw.servers,
-            raw.groups,
-            raw.manifest,
-            base_dir,
-            lookup,
-            &located,
-        )?;
-        let s = raw.sandbox;
         let invalid = |key: &str, message: String| {
             let mut parts = vec!["sandbox"];
             parts.extend(key.split('.'));
@@ -341,6 +351,18 @@ impl Config {
                 message,
             }
         };
+        let mut s = raw.sandbox;
+        let adopted = forgemax::adopt(&mut s, &invalid)?;
+        let downstream = servers::resolve(
+            raw.servers,
+            raw.groups,
+            raw.manifest,
+            base_dir,
+            lookup,
+            &located,
+            adopted.response_mb,
+        )?;
+        let stash = adopted.stash;
         if !(s.timeout_secs > 0.0 && s.timeout_secs <= MAX_TIMEOUT_SECS) {
             return Err(invalid(
                 "timeout_secs",
@@ -367,46 +389,56 @@ impl Config {
             ("max_args_size", s.max_args_size as u128),
             ("max_concurrent", s.max_concurrent as u128),
             ("max_sessions", s.max_sessions as u128),
-            ("stash.max_keys", s.stash.max_keys as u128),
-            ("stash.max_value_size", s.stash.max_value_size as u128),
-            ("stash.max_total_size", s.stash.max_total_size as u128),
-            ("stash.default_ttl_secs", s.stash.default_ttl_secs as u128),
-            ("stash.max_stashes", s.stash.max_stashes as u128),
+            ("stash.max_keys", stash.max_keys as u128),
+            ("stash.max_value_size", stash.max_value_size as u128),
+            ("stash.max_total_size", stash.max_total_size as u128),
+            ("stash.default_ttl_secs", stash.default_ttl_secs as u128),
+            ("stash.max_stashes", stash.max_stashes as u128),
         ];
         for (key, value) in positive {
             if value == 0 {
                 return Err(invalid(key, "must be greater than 0".into()));
             }
         }
-        if s.stash.max_ttl_secs > crate::state::MAX_TTL_SECS {
+        if stash.max_ttl_secs > crate::state::MAX_TTL_SECS {
             return Err(invalid(
                 "stash.max_ttl_secs",
                 format!(
                     "must be at most {} (30 days), got {}",
                     crate::state::MAX_TTL_SECS,
-                    s.stash.max_ttl_secs
+                    stash.max_ttl_secs
                 ),
             ));
         }
-        if s.stash.default_ttl_secs > s.stash.max_ttl_secs {
+        if stash.default_ttl_secs > stash.max_ttl_secs {
             return Err(invalid(
                 "stash.default_ttl_secs",
                 format!(
                     "must not exceed stash.max_ttl_secs ({}), got {}",
-                    s.stash.max_ttl_secs, s.stash.default_ttl_secs
+                    stash.max_ttl_secs, stash.default_ttl_secs
                 ),
             ));
         }
-        if s.stash.max_gateway_size < s.stash.max_total_size {
+        if stash.max_gateway_size < stash.max_total_size {
             return Err(invalid(
                 "stash.max_gateway_size",
                 format!(
                     "must be at least stash.max_total_size ({}), so one full stash fits, got {}",
-                    s.stash.max_total_size, s.stash.max_gateway_size
+                    stash.max_total_size, stash.max_gateway_size
                 ),
             ));
         }
-        let secret = match &s.stash.secret {
+        if !(1..=crate::sandbox::MAX_PARALLEL).contains(&s.max_parallel) {
+            return Err(invalid(
+                "max_parallel",
+                format!(
+                    "must be from 1 to {}, got {}",
+                    crate::sandbox::MAX_PARALLEL,
+                    s.max_parallel
+                ),
+            ));
+        }
+        let secret = match &stash.secret {
             None => None,
             Some(secret) => {
                 let text = expand(&secret.0, lookup)
@@ -434,7 +466,7 @@ impl Config {
                 ));
             }
             Some(secs) => Duration::from_secs(secs),
-            None => SessionLimits::idle_for(&s.stash),
+            None => SessionLimits::idle_for(&stash),
         };
         sessions.evict_idle = Duration::from_secs(s.session_evict_idle_secs);
         if let Some(share) = s.max_concurrent_per_session {
@@ -483,12 +515,7 @@ impl Config {
             None => {}
         }
         let audit = resolve_audit(raw.audit, base_dir, path, &located, lookup)?;
-        if let Some(mode) = &s.execution_mode {
-            tracing::warn!(
-                execution_mode = %mode,
-                "config key sandbox.execution_mode is ignored: quickforge runs every script in its own WebAssembly instance"
-            );
-        }
+        forgemax::warn_ignored(&adopted.ignored);
         Ok(Config {
             source: Some(path.to_path_buf()),
             sandbox: SandboxLimits {
@@ -503,8 +530,10 @@ impl Config {
                 max_queue_wait: Duration::from_millis(s.max_queue_wait_ms),
                 max_log_lines: s.max_log_lines,
                 max_log_bytes: s.max_log_bytes,
+                max_parallel: s.max_parallel,
+                max_stash_calls: adopted.stash_calls,
             },
-            stash: StashLimits { secret, ..s.stash },
+            stash: StashLimits { secret, ..stash },
             sessions,
             cache_dir: s.cache_dir.map_or(CacheDir::Default, CacheDir::Path),
             surface: raw.surface,
@@ -515,6 +544,7 @@ impl Config {
             validate: s.validate,
             audit,
             relay,
+            startup_concurrency: adopted.startup_concurrency,
         })
     }
 }

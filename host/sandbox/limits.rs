@@ -46,6 +46,17 @@ pub struct SandboxLimits {
     pub max_log_lines: usize,
     /// Log bytes kept per execution. 64 KiB, for the same reason.
     pub max_log_bytes: usize,
+    /// Most calls `forge.parallel` runs at once, whatever concurrency a
+    /// script asks for (Forgemax's `max_parallel`); the default concurrency
+    /// is 8 or this, if lower. 64: past what any server's in-flight slots
+    /// (`max_in_flight`, 16 by default) let through at once, so a higher
+    /// value would only grow the promises waiting in the guest.
+    pub max_parallel: u32,
+    /// Stash operations (`forge.stash.*`) one execution may make; `None`,
+    /// the default, counts none (Forgemax's `[sandbox.stash] max_calls`).
+    /// Each operation is a bounded in-memory step, so only a deployment
+    /// that wants Forgemax's per-execution rate limit needs it.
+    pub max_stash_calls: Option<u32>,
 }
 
 impl Default for SandboxLimits {
@@ -62,9 +73,18 @@ impl Default for SandboxLimits {
             max_queue_wait: Duration::from_secs(2),
             max_log_lines: 200,
             max_log_bytes: 64 * 1024,
+            max_parallel: DEFAULT_MAX_PARALLEL,
+            max_stash_calls: None,
         }
     }
 }
+
+/// Default of [`SandboxLimits::max_parallel`].
+pub const DEFAULT_MAX_PARALLEL: u32 = 64;
+
+/// Largest `max_parallel` accepted: every call in flight is a promise and a
+/// host future of its execution; 1024 is far past any server's slots.
+pub const MAX_PARALLEL: u32 = 1024;
 
 /// Smallest `max_heap` accepted: the guest's 4 MiB shadow stack, its static
 /// data and the snapshot's initial heap must fit with room to spare.
