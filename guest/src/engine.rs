@@ -435,19 +435,24 @@ fn exception<'js>(
 
 /// Whether `exc` is what QuickJS leaves when an allocation fails: no
 /// exception, `null` (its error could not be allocated either), or the
-/// `Error` object it throws, whose own `message` is `out of memory`. Only
-/// asked once the heap has recorded a refusal in this run.
+/// `Error` object it throws, whose own `message` is `out of memory`, or
+/// `Invalid error message` when the error object fit but its message did
+/// not (`JS_MakeError2`'s fallback: what a `Map` of a million string keys
+/// ends with at 64 MiB). Only asked once the heap has recorded a refusal
+/// in this run.
 fn raised_for_memory(exc: &Value<'_>) -> bool {
     if exc.is_null() || exc.type_of() == rquickjs::Type::Uninitialized {
         return true;
     }
     exc.is_error()
         && exc.as_object().is_some_and(|o| {
-            o.get::<_, Option<String>>("message")
-                .ok()
-                .flatten()
-                .as_deref()
-                == Some("out of memory")
+            matches!(
+                o.get::<_, Option<String>>("message")
+                    .ok()
+                    .flatten()
+                    .as_deref(),
+                Some("out of memory" | "Invalid error message")
+            )
         })
 }
 
