@@ -7,5 +7,5 @@ async () => {
     pairs.map(([a, b]) => () => forge.callTool("everything", "get-sum", { a, b })),
     { concurrency: 3 },
   );
-  return { results, failed: errors.map((e) => `${e.index}: ${e.error.code}`) };
+  return { results, failed: errors.map((e) => `${e.index}: ${e.code}`) };
 }

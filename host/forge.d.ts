@@ -1,7 +1,9 @@
 // search mode: only manifest and logs; forge calls and stash reject (MODE_DENIED)
 // globals: timers, AbortController, URL, TextEncoder/Decoder, atob/btoa, structuredClone, crypto, performance; no fetch or Intl
 type Log = (...a: any[]) => void;
-type Err = { name: string; code: string; message: string; retryable: boolean; suggestion: string | null };
+type Fail = { code: string; retryable: boolean; suggestion: string | null };
+type Err = Fail & { name: string; message: string };
+type Doc = { name: string; description: string };
 // s.tool(args); s.cat.tool(args) calls tool "cat.tool"
 type Server = { [k: string]: Server & ((args?: object) => Promise<any>) };
 declare class ForgeError extends Error {
@@ -22,13 +24,13 @@ declare const forge: {
     keys(): Promise<string[]>;
   };
   // never rejects for a call: results[i] null, error in errors. failFast: start no more calls (aborted)
-  parallel(calls: ((() => unknown) | { fn: () => unknown })[], opts?: { concurrency?: number; failFast?: boolean }): Promise<{ results: unknown[]; errors: { index: number; error: Err }[]; aborted: boolean }>;
+  parallel(calls: ((() => unknown) | { fn: () => unknown })[], opts?: { concurrency?: number; failFast?: boolean }): Promise<{ results: unknown[]; errors: ({ index: number; error: string } & Fail)[]; aborted: boolean }>;
   log: Log;
   progress(done: number, total?: number, message?: string): void; // client's progress bar
 };
 declare const console: { log: Log; info: Log; debug: Log; warn: Log; error: Log };
 declare const manifest: {
-  servers: { name: string; description: string; status: "connecting" | "ready" | "unavailable"; error?: string; tools: number; categories: string[]; resources: { uri: string; name: string; mimeType?: string }[]; templates: { uriTemplate: string; name: string }[] }[];
+  servers: (Doc & { status: "connecting" | "ready" | "unavailable"; error?: string; tools: number; categories: { [c: string]: Doc & { tools: (Doc & { input_schema: object })[] } }; resources: { uri: string; name: string; mimeType?: string }[]; templates: { uriTemplate: string; name: string }[] })[];
   search(query: string, opts?: { limit?: number }): { server: string; tool: string; description: string }[];
-  tool(server: string, name: string): { server: string; name: string; title?: string; description: string; inputSchema: object; outputSchema?: object; annotations?: object; signature: string };
+  tool(server: string, name: string): Doc & { server: string; title?: string; inputSchema: object; outputSchema?: object; annotations?: object; signature: string };
 };

@@ -137,12 +137,9 @@ impl Engine {
 
     fn run(&self, options: &RunOptions, code: &str) -> Result<Outcome, ScriptError> {
         apis::reseed();
-        apis::begin();
+        apis::begin(options.max_parallel);
         heap::begin(usize::try_from(options.js_memory_limit).unwrap_or(usize::MAX));
-        // Parenthesized, so the code must be one expression; the opening
-        // parenthesis shifts columns on line 1, which `script_positions` undoes.
-        let source = format!("({code}\n)");
-        let bytecode = match compile(&self.compiler, &source, SCRIPT_NAME) {
+        let bytecode = match self.compile_script(code) {
             Ok(bytecode) => bytecode,
             Err(message) => {
                 return Err(match heap::refusal() {
@@ -187,6 +184,25 @@ impl Engine {
                 None => Err(never_settled()),
             }
         })
+    }
+
+    /// Compiles the script, parenthesized so that it must be one
+    /// expression; the opening parenthesis shifts columns on line 1, which
+    /// `script_positions` undoes. Code that ends in `;` after the function
+    /// (`async () => { ... };`, as Forgemax's examples are written) is
+    /// compiled again without the trailing semicolons: if that parses as one
+    /// expression, they were only the end of its statement. Any other
+    /// failure keeps the first compile's message.
+    fn compile_script(&self, code: &str) -> Result<Vec<u8>, String> {
+        let first = compile(&self.compiler, &format!("({code}\n)"), SCRIPT_NAME);
+        let Err(message) = first else {
+            return first;
+        };
+        let trimmed = code.trim_end_matches(|c: char| c == ';' || c.is_whitespace());
+        if trimmed.len() == code.trim_end().len() || heap::refusal().is_some() {
+            return Err(message);
+        }
+        compile(&self.compiler, &format!("({trimmed}\n)"), SCRIPT_NAME).map_err(|_| message)
     }
 
     /// Runs the job queue and feeds host completions in until `promise`
@@ -419,19 +435,24 @@ fn exception<'js>(
 
 /// Whether `exc` is what QuickJS leaves when an allocation fails: no
 /// exception, `null` (its error could not be allocated either), or the
-/// `Error` object it throws, whose own `message` is `out of memory`. Only
-/// asked once the heap has recorded a refusal in this run.
+/// `Error` object it throws, whose own `message` is `out of memory`, or
+/// `Invalid error message` when the error object fit but its message did
+/// not (`JS_MakeError2`'s fallback: what a `Map` of a million string keys
+/// ends with at 64 MiB). Only asked once the heap has recorded a refusal
+/// in this run.
 fn raised_for_memory(exc: &Value<'_>) -> bool {
     if exc.is_null() || exc.type_of() == rquickjs::Type::Uninitialized {
         return true;
     }
     exc.is_error()
         && exc.as_object().is_some_and(|o| {
-            o.get::<_, Option<String>>("message")
-                .ok()
-                .flatten()
-                .as_deref()
-                == Some("out of memory")
+            matches!(
+                o.get::<_, Option<String>>("message")
+                    .ok()
+                    .flatten()
+                    .as_deref(),
+                Some("out of memory" | "Invalid error message")
+            )
         })
 }
 

@@ -27,6 +27,8 @@
   const jsonStringify = JSON.stringify;
   const StringCtor = String;
   const toWellFormed = String.prototype.toWellFormed;
+  const startsWith = String.prototype.startsWith;
+  const stringSlice = String.prototype.slice;
   const ErrorCtor = Error;
   const NumberIsFinite = Number.isFinite;
   const MathFloor = Math.floor;
@@ -51,6 +53,12 @@
       ObjectDefineProperty(this, "code", field(StringCtor(code), true));
       ObjectDefineProperty(this, "retryable", field(!!retryable, true));
       ObjectDefineProperty(this, "suggestion", field(suggestion == null ? null : StringCtor(suggestion), true));
+      // Forgemax's names for the same facts (its failed calls resolve to
+      // {error: true, code, message, retryable, suggested_fix}), so its
+      // error-handling snippets read them from what quickforge throws.
+      // Not enumerable: the JSON form stays the one above.
+      ObjectDefineProperty(this, "error", field(true, false));
+      ObjectDefineProperty(this, "suggested_fix", field(this.suggestion, false));
     }
     toJSON() {
       return { name: "ForgeError", code: this.code, message: this.message, retryable: this.retryable, suggestion: this.suggestion };
@@ -123,6 +131,9 @@
           return node(path === null ? prop : `${path}.${prop}`);
         },
         apply(_, __, argv) {
+          // Forgemax files undotted tools under the category `general`, and
+          // its `forge.server(s).general.tool()` calls `tool`.
+          if (path !== null && apply(startsWith, path, ["general."])) return callTool(name, apply(stringSlice, path, [8]), argv[0]);
           if (path === null) {
             return new PromiseCtor((_, reject) =>
               reject(usage(`forge.server("${name}") is not a function`, `call a tool: forge.server("${name}").<tool>(args)`)),
@@ -187,29 +198,31 @@
     },
   });
 
-  // Default and ceiling of `forge.parallel`'s concurrency. Eight overlaps
-  // the waits of a typical batch without queueing behind one server's
-  // in-flight slots (`max_in_flight`, 16 by default); 64 is past what any
-  // server's slots let through at once, so a higher value would only grow
-  // the number of promises waiting in the guest.
+  // Default of `forge.parallel`'s concurrency. Eight overlaps the waits of
+  // a typical batch without queueing behind one server's in-flight slots
+  // (`max_in_flight`, 16 by default). The ceiling is the host's
+  // (`[sandbox] max_parallel`), read per run.
   const PARALLEL_DEFAULT = 8;
-  const PARALLEL_MAX = 64;
+  const maxParallel = host.maxParallel;
 
   // Runs `calls` (functions, or `{ fn }` descriptors) with at most
-  // `concurrency` in flight. Resolves to { results, errors, aborted }:
-  // results[i] is call i's value (null if it failed or never ran), errors
-  // lists { index, error } for the failures, aborted says whether failFast
-  // stopped the remaining calls after the first failure.
+  // `concurrency` in flight. Resolves to { results, errors, aborted }, as
+  // Forgemax's does: results[i] is call i's value (null if it failed or
+  // never ran), errors lists { index, error, code, retryable, suggestion }
+  // for the failures (error: the message, as Forgemax gives it), aborted
+  // says whether failFast stopped the remaining calls after the first
+  // failure.
   async function parallel(calls, options) {
     if (!ArrayIsArray(calls)) {
       throw usage(`forge.parallel expects an array of functions, got ${describe(calls)}`, "forge.parallel([() => forge.callTool(...), ...])");
     }
     const opts = options == null ? {} : options;
-    let concurrency = opts.concurrency === undefined ? PARALLEL_DEFAULT : opts.concurrency;
+    const ceiling = maxParallel();
+    let concurrency = opts.concurrency === undefined ? MathMin(PARALLEL_DEFAULT, ceiling) : opts.concurrency;
     if (typeof concurrency !== "number" || !NumberIsFinite(concurrency) || concurrency < 1) {
       throw usage(`concurrency must be a number >= 1, got ${StringCtor(concurrency)}`, null);
     }
-    concurrency = MathMin(MathFloor(concurrency), PARALLEL_MAX);
+    concurrency = MathMin(MathFloor(concurrency), ceiling);
     const failFast = !!opts.failFast;
     const n = calls.length;
     const results = [];
@@ -229,7 +242,8 @@
           }
           results[index] = await fn();
         } catch (e) {
-          errors[errors.length] = { index, error: plainError(e) };
+          const p = plainError(e);
+          errors[errors.length] = { index, error: p.message, code: p.code, retryable: p.retryable, suggestion: p.suggestion };
           if (failFast) aborted = true;
         }
       }

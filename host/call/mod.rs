@@ -306,6 +306,9 @@ pub struct CallLimits {
     pub max_calls: u32,
     /// `max_args_size`: bytes of JSON arguments per tool call.
     pub max_args_size: usize,
+    /// `[sandbox.stash] max_calls`: stash operations per execution; `None`
+    /// counts none.
+    pub max_stash_calls: Option<u32>,
 }
 
 /// The pipeline of one execution: its context, and the state its steps
@@ -318,6 +321,8 @@ pub struct Pipeline {
     calls: u32,
     /// Whether a call was refused for `max_calls`.
     budget_spent: bool,
+    /// Stash operations admitted, counted against `max_stash_calls`.
+    stash_calls: u32,
     lock: GroupLock,
 }
 
@@ -330,6 +335,7 @@ impl Pipeline {
             limits,
             calls: 0,
             budget_spent: false,
+            stash_calls: 0,
             lock: GroupLock::default(),
         }
     }
@@ -393,6 +399,17 @@ impl Pipeline {
                 self.call(server, None, route)
             }
             op => {
+                // budget: Forgemax's per-execution limit on stash operations.
+                if let Some(max) = self.limits.max_stash_calls {
+                    if self.stash_calls >= max {
+                        return Err(ForgeError::new(
+                            ErrorCode::ToolCallBudget,
+                            format!("this execution already made its limit of {max} stash operations (sandbox.stash.max_calls)"),
+                        )
+                        .suggest("keep intermediate data in a variable, or store one object under one key"));
+                    }
+                    self.stash_calls += 1;
+                }
                 // policy: the stash space the strict-group lock selects.
                 let space = self.lock.current();
                 let (store, space) = (&self.cx.stash, space.as_ref());
@@ -551,6 +568,7 @@ mod tests {
         let limits = CallLimits {
             max_calls: 10,
             max_args_size: 1024,
+            max_stash_calls: None,
         };
         Pipeline::new(Mode::Execute, limits, cx)
     }

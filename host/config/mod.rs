@@ -9,6 +9,7 @@
 //! `forge.toml.example`. Every error names the file, the line and the key.
 
 use quickforge_filters::expand;
+mod forgemax;
 mod observe;
 mod servers;
 
@@ -20,6 +21,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 pub use expand::{expand, references_with_fallbacks};
+pub use forgemax::DEFAULT_STARTUP_CONCURRENCY;
 pub use observe::{LogConfig, LogFormat, ObservabilityConfig};
 pub use servers::{
     GroupConfig, INHERITED_ENV, Isolation, MAX_NAME_LEN, ManifestConfig, ServerConfig, Transport,
@@ -112,6 +114,9 @@ pub struct Config {
     pub observability: ObservabilityConfig,
     /// `[log]`: the log's format.
     pub log: LogConfig,
+    /// `[sandbox] startup_concurrency` (Forgemax's key): servers connecting
+    /// at once, [`DEFAULT_STARTUP_CONCURRENCY`] by default.
+    pub startup_concurrency: usize,
 }
 
 impl Default for Config {
@@ -134,6 +139,7 @@ impl Default for Config {
             tasks: crate::tasks::TaskLimits::for_slots(SandboxLimits::default().max_concurrent),
             observability: ObservabilityConfig::default(),
             log: LogConfig::default(),
+            startup_concurrency: DEFAULT_STARTUP_CONCURRENCY,
         }
     }
 }
@@ -248,10 +254,18 @@ struct RawSandbox {
     task_timeout_secs: Option<u64>,
     task_after_ms: Option<u64>,
     validate: bool,
+    max_parallel: u32,
     /// Forgemax's choice of isolation; accepted so its configs load, and
     /// ignored: quickforge always runs each script in its own Wasm instance.
     execution_mode: Option<String>,
-    stash: StashLimits,
+    stash: forgemax::RawStash,
+    /// Forgemax's keys: mapped (`max_resource_size_mb`,
+    /// `startup_concurrency`) or accepted with a warning (the rest); see
+    /// [`forgemax`].
+    max_resource_size_mb: Option<u64>,
+    startup_concurrency: Option<usize>,
+    max_ipc_message_size_mb: Option<u64>,
+    pool: Option<forgemax::RawPool>,
 }
 
 impl Default for RawSandbox {
@@ -282,8 +296,13 @@ impl Default for RawSandbox {
             task_timeout_secs: None,
             task_after_ms: None,
             validate: true,
+            max_parallel: d.max_parallel,
             execution_mode: None,
-            stash: StashLimits::default(),
+            stash: forgemax::RawStash::default(),
+            max_resource_size_mb: None,
+            startup_concurrency: None,
+            max_ipc_message_size_mb: None,
+            pool: None,
         }
     }
 }
@@ -349,15 +368,6 @@ impl Config {
         })?;
         let located = Located { path, text };
         let base_dir = path.parent().unwrap_or(Path::new("."));
-        let downstream = servers::resolve(
-            raw.servers,
-            raw.groups,
-            raw.manifest,
-            base_dir,
-            lookup,
-            &located,
-        )?;
-        let s = raw.sandbox;
         let invalid = |key: &str, message: String| {
             let mut parts = vec!["sandbox"];
             parts.extend(key.split('.'));
@@ -368,6 +378,18 @@ impl Config {
                 message,
             }
         };
+        let mut s = raw.sandbox;
+        let adopted = forgemax::adopt(&mut s, &invalid)?;
+        let downstream = servers::resolve(
+            raw.servers,
+            raw.groups,
+            raw.manifest,
+            base_dir,
+            lookup,
+            &located,
+            adopted.response_mb,
+        )?;
+        let stash = adopted.stash;
         if !(s.timeout_secs > 0.0 && s.timeout_secs <= MAX_TIMEOUT_SECS) {
             return Err(invalid(
                 "timeout_secs",
@@ -394,46 +416,56 @@ impl Config {
             ("max_args_size", s.max_args_size as u128),
             ("max_concurrent", s.max_concurrent as u128),
             ("max_sessions", s.max_sessions as u128),
-            ("stash.max_keys", s.stash.max_keys as u128),
-            ("stash.max_value_size", s.stash.max_value_size as u128),
-            ("stash.max_total_size", s.stash.max_total_size as u128),
-            ("stash.default_ttl_secs", s.stash.default_ttl_secs as u128),
-            ("stash.max_stashes", s.stash.max_stashes as u128),
+            ("stash.max_keys", stash.max_keys as u128),
+            ("stash.max_value_size", stash.max_value_size as u128),
+            ("stash.max_total_size", stash.max_total_size as u128),
+            ("stash.default_ttl_secs", stash.default_ttl_secs as u128),
+            ("stash.max_stashes", stash.max_stashes as u128),
         ];
         for (key, value) in positive {
             if value == 0 {
                 return Err(invalid(key, "must be greater than 0".into()));
             }
         }
-        if s.stash.max_ttl_secs > crate::state::MAX_TTL_SECS {
+        if stash.max_ttl_secs > crate::state::MAX_TTL_SECS {
             return Err(invalid(
                 "stash.max_ttl_secs",
                 format!(
                     "must be at most {} (30 days), got {}",
                     crate::state::MAX_TTL_SECS,
-                    s.stash.max_ttl_secs
+                    stash.max_ttl_secs
                 ),
             ));
         }
-        if s.stash.default_ttl_secs > s.stash.max_ttl_secs {
+        if stash.default_ttl_secs > stash.max_ttl_secs {
             return Err(invalid(
                 "stash.default_ttl_secs",
                 format!(
                     "must not exceed stash.max_ttl_secs ({}), got {}",
-                    s.stash.max_ttl_secs, s.stash.default_ttl_secs
+                    stash.max_ttl_secs, stash.default_ttl_secs
                 ),
             ));
         }
-        if s.stash.max_gateway_size < s.stash.max_total_size {
+        if stash.max_gateway_size < stash.max_total_size {
             return Err(invalid(
                 "stash.max_gateway_size",
                 format!(
                     "must be at least stash.max_total_size ({}), so one full stash fits, got {}",
-                    s.stash.max_total_size, s.stash.max_gateway_size
+                    stash.max_total_size, stash.max_gateway_size
                 ),
             ));
         }
-        let secret = match &s.stash.secret {
+        if !(1..=crate::sandbox::MAX_PARALLEL).contains(&s.max_parallel) {
+            return Err(invalid(
+                "max_parallel",
+                format!(
+                    "must be from 1 to {}, got {}",
+                    crate::sandbox::MAX_PARALLEL,
+                    s.max_parallel
+                ),
+            ));
+        }
+        let secret = match &stash.secret {
             None => None,
             Some(secret) => {
                 let text = expand(&secret.0, lookup)
@@ -461,7 +493,7 @@ impl Config {
                 ));
             }
             Some(secs) => Duration::from_secs(secs),
-            None => SessionLimits::idle_for(&s.stash),
+            None => SessionLimits::idle_for(&stash),
         };
         sessions.evict_idle = Duration::from_secs(s.session_evict_idle_secs);
         if let Some(share) = s.max_concurrent_per_session {
@@ -562,6 +594,7 @@ impl Config {
                 "config key sandbox.execution_mode is ignored: quickforge runs every script in its own WebAssembly instance"
             );
         }
+        forgemax::warn_ignored(&adopted.ignored);
         Ok(Config {
             source: Some(path.to_path_buf()),
             sandbox: SandboxLimits {
@@ -576,8 +609,10 @@ impl Config {
                 max_queue_wait: Duration::from_millis(s.max_queue_wait_ms),
                 max_log_lines: s.max_log_lines,
                 max_log_bytes: s.max_log_bytes,
+                max_parallel: s.max_parallel,
+                max_stash_calls: adopted.stash_calls,
             },
-            stash: StashLimits { secret, ..s.stash },
+            stash: StashLimits { secret, ..stash },
             sessions,
             cache_dir: s.cache_dir.map_or(CacheDir::Default, CacheDir::Path),
             surface: raw.surface,
@@ -591,6 +626,7 @@ impl Config {
             tasks,
             observability: raw.observability,
             log: raw.log,
+            startup_concurrency: adopted.startup_concurrency,
         })
     }
 }

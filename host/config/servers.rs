@@ -42,6 +42,12 @@ pub const DEFAULT_MAX_IN_FLIGHT: u32 = 16;
 pub const DEFAULT_MAX_RESPONSE_MB: u64 = 16;
 /// Largest `max_response_mb`: 1 GiB.
 pub const MAX_RESPONSE_MB: u64 = 1024;
+/// Default `max_reconnect_backoff_secs`: a minute, so a server that comes
+/// back is found within a minute without hammering one that stays down.
+pub const DEFAULT_RECONNECT_BACKOFF: Duration = Duration::from_secs(60);
+/// Largest `max_reconnect_backoff_secs`: an hour. A server that comes back
+/// is then found within the hour; longer, and it may as well be removed.
+pub const MAX_RECONNECT_BACKOFF_SECS: u64 = 3600;
 /// Default seconds between manifest refreshes. Five minutes: servers that
 /// announce changes (`notifications/tools/list_changed`) are refreshed at once
 /// anyway; polling only catches the ones that do not.
@@ -116,6 +122,14 @@ pub struct ServerConfig {
     /// client can be asked (over HTTP with several clients, outside any
     /// call). Empty by default.
     pub roots: Vec<String>,
+    /// `reconnect`: whether a server whose session ended, or that could not
+    /// be reached, is tried again (Forgemax's key). On by default: a
+    /// gateway outlives its servers' restarts.
+    pub reconnect: bool,
+    /// `max_reconnect_backoff_secs`: the longest wait between two attempts
+    /// to reach the server (Forgemax's key); [`DEFAULT_RECONNECT_BACKOFF`]
+    /// by default.
+    pub max_reconnect_backoff: Duration,
 }
 
 /// How quickforge talks to a server.
@@ -232,6 +246,8 @@ pub(super) struct RawServer {
     #[serde(default)]
     roots: Vec<Spanned<String>>,
     calls_per_minute: Option<Spanned<u32>>,
+    reconnect: Option<bool>,
+    max_reconnect_backoff_secs: Option<Spanned<u64>>,
     #[serde(default)]
     env: BTreeMap<String, Spanned<String>>,
     cwd: Option<Spanned<String>>,
@@ -278,6 +294,7 @@ pub(super) fn resolve(
     base_dir: &Path,
     lookup: &dyn Fn(&str) -> Option<String>,
     report: &dyn Report,
+    default_response_mb: u64,
 ) -> Result<Downstream, super::ConfigError> {
     let mut out = Vec::with_capacity(servers.len());
     for (name, raw) in servers {
@@ -291,6 +308,7 @@ pub(super) fn resolve(
             base_dir,
             lookup,
             report,
+            default_response_mb,
         )?);
     }
     let names: Vec<&str> = out.iter().map(|s| s.name.as_str()).collect();
@@ -383,6 +401,7 @@ fn server(
     base_dir: &Path,
     lookup: &dyn Fn(&str) -> Option<String>,
     report: &dyn Report,
+    default_response_mb: u64,
 ) -> Result<ServerConfig, super::ConfigError> {
     let key = |k: &str| format!("servers.{name}.{k}");
     let text = |value: Spanned<String>, k: String| -> Result<String, super::ConfigError> {
@@ -599,13 +618,29 @@ fn server(
         }
     };
     let max_response_mb = match raw.max_response_mb {
-        None => DEFAULT_MAX_RESPONSE_MB,
+        None => default_response_mb,
         Some(n) if (1..=MAX_RESPONSE_MB).contains(n.get_ref()) => *n.get_ref(),
         Some(n) => {
             return Err(report.at(
                 n.span(),
                 key("max_response_mb"),
                 format!("must be from 1 to {MAX_RESPONSE_MB}, got {}", n.get_ref()),
+            ));
+        }
+    };
+    let max_reconnect_backoff = match raw.max_reconnect_backoff_secs {
+        None => DEFAULT_RECONNECT_BACKOFF,
+        Some(n) if (1..=MAX_RECONNECT_BACKOFF_SECS).contains(n.get_ref()) => {
+            Duration::from_secs(*n.get_ref())
+        }
+        Some(n) => {
+            return Err(report.at(
+                n.span(),
+                key("max_reconnect_backoff_secs"),
+                format!(
+                    "must be from 1 to {MAX_RECONNECT_BACKOFF_SECS}, got {}",
+                    n.get_ref()
+                ),
             ));
         }
     };
@@ -694,5 +729,7 @@ fn server(
         recovery_timeout,
         sampling: raw.sampling.unwrap_or(true),
         roots,
+        reconnect: raw.reconnect.unwrap_or(true),
+        max_reconnect_backoff,
     })
 }

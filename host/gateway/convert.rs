@@ -5,14 +5,24 @@
 //!
 //! - `structuredContent`, when present, is the value;
 //! - else each content block becomes a value: text that parses as JSON is
-//!   parsed, other text stays a string; images, audio and binary resources
-//!   become metadata (`{type, mimeType, size}`), never megabytes of base64;
+//!   parsed, other text stays a string; images and audio become
+//!   `{type, mimeType, size, data, mime_type}` and binary resources
+//!   `{type: "blob", mimeType, size, uri, _type: "blob", _encoding: "base64",
+//!   data, mime_type}`: quickforge's fields beside Forgemax's documented
+//!   ones, with the base64 `data` up to [`MAX_BINARY_DATA`] (past it,
+//!   Forgemax's `truncated: true` and `original_size` instead);
 //! - one block is returned as itself, several as an array, none as `null`;
 //! - `isError: true` becomes a `TOOL_ERROR` carrying the server's text.
 
 use serde_json::{Map, Value, json};
 
 use crate::error::{ErrorCode, ForgeError};
+
+/// Longest base64 `data` of one image, audio or blob handed to a script, in
+/// bytes: 1 MiB, Forgemax's bound on binary content and quickforge's
+/// default `max_output_size`, so a script can pass on what it receives. A
+/// larger one comes as metadata alone, marked `truncated`.
+pub const MAX_BINARY_DATA: usize = 1024 * 1024;
 
 /// Longest server error text passed into a `ForgeError`, in bytes. A stack
 /// dump from a server is noise for a model; the start says what went wrong.
@@ -112,7 +122,7 @@ fn block(b: Value) -> Value {
         },
         Some(kind @ ("image" | "audio")) => {
             let kind = kind.to_string();
-            binary_meta(&kind, &b, "data")
+            binary_meta(&kind, &mut b, "data")
         }
         Some("resource") => match b.remove("resource") {
             Some(r) => resource_contents(r),
@@ -149,19 +159,37 @@ fn resource_contents(r: Value) -> Value {
         return text_value(text);
     }
     if r.contains_key("blob") {
-        return binary_meta("blob", &r, "blob");
+        return binary_meta("blob", &mut r, "blob");
     }
     Value::Object(r)
 }
 
-/// `{type, mimeType, size, uri?}` for base64 data in `field`.
-fn binary_meta(kind: &str, b: &Map<String, Value>, field: &str) -> Value {
-    let encoded = b.get(field).and_then(Value::as_str).unwrap_or("");
-    let padding = encoded.bytes().rev().take_while(|&c| c == b'=').count();
-    let size = (encoded.len() / 4 * 3).saturating_sub(padding.min(2));
-    let mut o = json!({"type": kind, "mimeType": b.get("mimeType").cloned().unwrap_or(Value::Null), "size": size});
+/// `{type, mimeType, size, uri?}` for base64 data in `field`, with
+/// Forgemax's fields for the same content: `data` (at most
+/// [`MAX_BINARY_DATA`] bytes of base64, else `truncated` and
+/// `original_size`), `mime_type`, and for a blob `_type` and `_encoding`.
+fn binary_meta(kind: &str, b: &mut Map<String, Value>, field: &str) -> Value {
+    let data = match b.remove(field) {
+        Some(Value::String(s)) => s,
+        _ => String::new(),
+    };
+    let padding = data.bytes().rev().take_while(|&c| c == b'=').count();
+    let size = (data.len() / 4 * 3).saturating_sub(padding.min(2));
+    let mime = b.get("mimeType").cloned().unwrap_or(Value::Null);
+    let mut o = json!({"type": kind, "mimeType": mime, "size": size});
     if let Some(uri) = b.get("uri") {
         o["uri"] = uri.clone();
+    }
+    if kind == "blob" {
+        o["_type"] = "blob".into();
+        o["_encoding"] = "base64".into();
+    }
+    o["mime_type"] = mime;
+    if data.len() <= MAX_BINARY_DATA {
+        o["data"] = data.into();
+    } else {
+        o["truncated"] = true.into();
+        o["original_size"] = data.len().into();
     }
     o
 }
@@ -204,7 +232,7 @@ mod tests {
         assert_eq!(v[0], json!("a"));
         assert_eq!(
             v[1],
-            json!({"type": "image", "mimeType": "image/png", "size": 5})
+            json!({"type": "image", "mimeType": "image/png", "size": 5, "mime_type": "image/png", "data": "aGVsbG8="})
         );
         assert_eq!(v[2]["size"], 3);
         assert_eq!(v[3], json!({"k": 1}));
@@ -238,7 +266,18 @@ mod tests {
         );
         assert_eq!(
             blob,
-            json!({"type": "blob", "mimeType": "application/octet-stream", "size": 6, "uri": "u"})
+            json!({"type": "blob", "mimeType": "application/octet-stream", "size": 6, "uri": "u",
+                "_type": "blob", "_encoding": "base64", "mime_type": "application/octet-stream", "data": "AAAAAAAA"})
         );
+        let big = "A".repeat(MAX_BINARY_DATA + 4);
+        let image = call_result(
+            "s",
+            "t",
+            json!({"content": [{"type": "image", "data": big, "mimeType": "image/png"}]}),
+        )
+        .unwrap();
+        assert_eq!(image["truncated"], true);
+        assert_eq!(image["original_size"], MAX_BINARY_DATA + 4);
+        assert!(image.get("data").is_none());
     }
 }

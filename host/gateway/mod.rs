@@ -3,7 +3,7 @@
 //! calls to them.
 //!
 //! Each server has a supervisor task: it connects (all servers at once, at
-//! most [`MAX_PARALLEL_CONNECTS`] at a time), lists tools and resources into
+//! most `startup_concurrency` at a time), lists tools and resources into
 //! the manifest, waits for the session to end, and reconnects with
 //! exponential backoff and jitter. A server that fails never blocks the
 //! others or the gateway; its manifest entry stays, marked `unavailable`
@@ -41,7 +41,7 @@ use crate::relay::{Relay, Upstream};
 pub use downstream::Connection;
 pub use handler::RefreshSet;
 pub use router::Router;
-pub use supervise::{MAX_PARALLEL_CONNECTS, MIN_CONNECT_TIME};
+pub use supervise::MIN_CONNECT_TIME;
 
 /// How long a stdio server gets to exit after its stdin closes at
 /// shutdown before its process group is killed.
@@ -147,7 +147,7 @@ impl Gateway {
             shutdown: CancellationToken::new(),
             relay: Arc::new(Relay::new(config.relay)),
         });
-        let permits = Arc::new(Semaphore::new(MAX_PARALLEL_CONNECTS));
+        let permits = Arc::new(Semaphore::new(config.startup_concurrency));
         for server in gateway.servers.values() {
             tokio::spawn(supervise::supervise(
                 Arc::downgrade(&gateway),

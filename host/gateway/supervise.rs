@@ -1,7 +1,8 @@
 //! Keeping servers connected: one supervisor task per server connects
-//! (at most [`MAX_PARALLEL_CONNECTS`] at once), lists its tools into the
-//! manifest, waits for the session to end and reconnects with exponential
-//! backoff and jitter; one refresher task lists servers again on
+//! (at most `startup_concurrency`,
+//! [`crate::config::DEFAULT_STARTUP_CONCURRENCY`] by default, at once), lists its tools into the manifest, waits for the session to end
+//! and reconnects with exponential backoff and jitter (unless the server
+//! says `reconnect = false`); one refresher task lists servers again on
 //! list-change events and on the configured interval.
 
 use std::sync::Arc;
@@ -15,30 +16,26 @@ use super::downstream;
 use super::handler::RefreshSet;
 use super::{Gateway, Server};
 
-/// Servers connecting at once. Each stdio server is a process start (often
-/// `npx`, which is CPU-heavy); eight keeps a cold start of many servers from
-/// starving the machine while still overlapping network waits.
-pub const MAX_PARALLEL_CONNECTS: usize = 8;
-
 /// Shortest reconnect delay, the first one after a failure: long enough
 /// that a server crashing at start does not spin the machine, short enough
 /// that a server restarted by hand is back before anyone notices.
 pub const MIN_BACKOFF: Duration = Duration::from_millis(500);
-/// Longest reconnect delay: a minute, so a server that comes back is found
-/// within a minute without hammering one that stays down.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
-/// Reconnect delays: doubling from [`MIN_BACKOFF`] per failure, never giving
-/// up (a server is retried for as long as the gateway runs). backon's jitter
-/// adds a random share of the delay again (up to 100%), so servers that
-/// failed together do not retry in lockstep; the doubling therefore stops at
-/// half of [`MAX_BACKOFF`], so that delay plus jitter stays within it.
-const BACKOFF: ExponentialBuilder = ExponentialBuilder::new()
-    .with_min_delay(MIN_BACKOFF)
-    .with_max_delay(Duration::from_secs(MAX_BACKOFF.as_secs() / 2))
-    .with_factor(2.0)
-    .with_jitter()
-    .without_max_times();
+/// Reconnect delays up to `max` (a server's `max_reconnect_backoff_secs`,
+/// 60 s by default): doubling from [`MIN_BACKOFF`] per failure, never
+/// giving up (a server is retried for as long as the gateway runs).
+/// backon's jitter adds a random share of the delay again (up to 100%), so
+/// servers that failed together do not retry in lockstep; the doubling
+/// therefore stops at half of `max`, so that delay plus jitter stays within
+/// it.
+fn backoff(max: Duration) -> ExponentialBuilder {
+    ExponentialBuilder::new()
+        .with_min_delay(MIN_BACKOFF.min(max / 2))
+        .with_max_delay(max / 2)
+        .with_factor(2.0)
+        .with_jitter()
+        .without_max_times()
+}
 
 /// Shortest time a connection attempt (process start or dial, plus the MCP
 /// handshake) gets, whatever the server's `timeout_secs`: `npx` fetching a
@@ -54,7 +51,8 @@ pub(super) async fn supervise(
     shutdown: CancellationToken,
 ) {
     let name = server.config.name.clone();
-    let mut backoff = BACKOFF.build();
+    let max_backoff = server.config.max_reconnect_backoff;
+    let mut backoff = backoff(max_backoff).build();
     let mut first = true;
     loop {
         let (events, relay) = match gateway.upgrade() {
@@ -112,21 +110,33 @@ pub(super) async fn supervise(
         drop(g);
         if let Some(conn) = connected {
             // It connected: the next failure starts again from the shortest delay.
-            backoff = BACKOFF.build();
+            backoff = self::backoff(max_backoff).build();
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = conn.closed() => {}
             }
             server.conn.store(None);
             let Some(g) = gateway.upgrade() else { return };
+            if !server.config.reconnect {
+                tracing::warn!(server = %name, "session ended; not reconnecting (reconnect = false)");
+                g.mark_unavailable(
+                    &server,
+                    "the server closed the session (reconnect = false in forge.toml)".into(),
+                );
+                return;
+            }
             tracing::warn!(server = %name, "session ended; reconnecting");
             g.mark_unavailable(
                 &server,
                 "the server closed the session; reconnecting".into(),
             );
+        } else if !server.config.reconnect {
+            // unavailable already, with the reason of the failed attempt
+            tracing::warn!(server = %name, "not trying again (reconnect = false)");
+            return;
         }
         // Never `None`: the backoff has no limit on attempts.
-        let delay = backoff.next().unwrap_or(MAX_BACKOFF);
+        let delay = backoff.next().unwrap_or(max_backoff);
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(delay) => {}
@@ -182,23 +192,26 @@ mod tests {
     use super::*;
 
     /// The documented bounds hold with backon's jitter on top: no delay is
-    /// shorter than [`MIN_BACKOFF`] or longer than [`MAX_BACKOFF`] (the jitter
-    /// adds up to the delay again, so a ceiling of `MAX_BACKOFF` itself would
+    /// shorter than [`MIN_BACKOFF`] or longer than the ceiling (the jitter
+    /// adds up to the delay again, so doubling up to the ceiling itself would
     /// wait up to two minutes), the first is at most twice the shortest, and
     /// retries never stop.
     #[test]
     fn reconnect_delays_stay_within_the_documented_bounds() {
-        for _ in 0..50 {
-            let mut delays = BACKOFF.build();
-            let first = delays.next().expect("a first delay");
-            assert!(first >= MIN_BACKOFF && first < MIN_BACKOFF * 2, "{first:?}");
-            let rest: Vec<Duration> = delays.by_ref().take(40).collect();
-            assert_eq!(rest.len(), 40, "retries never stop");
-            for d in &rest {
-                assert!(*d >= MIN_BACKOFF && *d <= MAX_BACKOFF, "{d:?}");
+        // the default ceiling, and a server's own `max_reconnect_backoff_secs`
+        for max in [Duration::from_secs(60), Duration::from_secs(4)] {
+            for _ in 0..50 {
+                let mut delays = backoff(max).build();
+                let first = delays.next().expect("a first delay");
+                assert!(first >= MIN_BACKOFF && first < MIN_BACKOFF * 2, "{first:?}");
+                let rest: Vec<Duration> = delays.by_ref().take(40).collect();
+                assert_eq!(rest.len(), 40, "retries never stop");
+                for d in &rest {
+                    assert!(*d >= MIN_BACKOFF && *d <= max, "{d:?}");
+                }
+                // long after the doubling stopped, delays sit in the top half
+                assert!(rest[30..].iter().all(|d| *d >= max / 2), "{rest:?}");
             }
-            // long after the doubling stopped, delays sit in the top half
-            assert!(rest[30..].iter().all(|d| *d >= MAX_BACKOFF / 2), "{rest:?}");
         }
     }
 }

@@ -305,13 +305,33 @@ impl ServerEntry {
             .map(|i| &self.tools[i])
     }
 
-    /// Its categories, sorted, without repeats.
-    pub fn categories(&self) -> Vec<&str> {
-        let mut cats: Vec<&str> = self.tools.iter().filter_map(|t| t.category()).collect();
-        cats.dedup();
-        cats.sort_unstable();
-        cats.dedup();
-        cats
+    /// Its tools by category, in Forgemax's shape: an object keyed by
+    /// category (the part of a tool's name before its first `.`; tools
+    /// without one are in `general`), each `{name, description, tools}`,
+    /// each tool `{name, description, input_schema}` with its name inside
+    /// the category (`issues.create` is `create` in `issues`).
+    pub fn categories_json(&self) -> Value {
+        let mut cats: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+        for t in &self.tools {
+            let (cat, name) = match t.category() {
+                Some(cat) => (cat, &t.name[cat.len() + 1..]),
+                None => (GENERAL_CATEGORY, t.name.as_str()),
+            };
+            cats.entry(cat).or_default().push(json!({
+                "name": name,
+                "description": t.description,
+                "input_schema": t.input_schema,
+            }));
+        }
+        Value::Object(
+            cats.into_iter()
+                .map(|(cat, tools)| {
+                    let entry =
+                        json!({"name": cat, "description": format!("{cat} tools"), "tools": tools});
+                    (cat.to_string(), entry)
+                })
+                .collect(),
+        )
     }
 
     /// `TOOL_NOT_FOUND` for `tool`, with did-you-mean.
@@ -483,13 +503,16 @@ impl Manifest {
                             .collect::<Vec<_>>()
                             .into(),
                     );
-                    o.insert("categories".into(), s.categories().into());
+                    o.insert("categories".into(), s.categories_json());
                     Value::Object(o)
                 })
                 .collect(),
         )
     }
 }
+
+/// Forgemax's category of the tools whose names have no `.`.
+pub const GENERAL_CATEGORY: &str = "general";
 
 /// The first line of `text`, at most `max` characters, cut at a word.
 pub fn summary(text: &str, max: usize) -> String {
@@ -575,7 +598,15 @@ mod tests {
         let v = m.servers_json();
         assert_eq!(v[0]["name"], "github");
         assert_eq!(v[0]["tools"], 3);
-        assert_eq!(v[0]["categories"], json!(["issues"]));
+        let cats = &v[0]["categories"];
+        assert_eq!(cats["issues"]["tools"][0]["name"], "create");
+        assert_eq!(cats["issues"]["tools"][1]["name"], "list");
+        assert_eq!(
+            cats["issues"]["tools"][0]["input_schema"]["required"],
+            json!(["repo", "title"])
+        );
+        assert_eq!(cats["general"]["tools"][0]["name"], "search_code");
+        assert_eq!(cats["general"]["name"], "general");
         assert_eq!(v[1]["status"], "unavailable");
         assert_eq!(v[1]["error"], "exited");
     }

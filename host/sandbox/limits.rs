@@ -6,18 +6,26 @@ use std::time::Duration;
 /// Hard limits of one execution, enforced by the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxLimits {
-    /// Wall-clock limit of one execution, tool calls included. 5 s (as in
-    /// Forgemax): an agent's turn should not stall on one script, and a script
-    /// that chains calls to slow tools should use fewer, larger calls.
+    /// Wall-clock limit of one execution, tool calls included. 10 s: an
+    /// agent's turn should not stall on one script, and a script that chains
+    /// calls to slow tools should use fewer, larger calls; twice Forgemax's
+    /// 5 s so that the whole CPU budget (`max_fuel`, up to about 6 s of
+    /// allocation-heavy JS on a loaded 2-core machine) fits below it.
     pub timeout: Duration,
     /// CPU budget in Wasmtime fuel units (about one per Wasm instruction).
-    /// 20 billion is roughly 2 s of pure JS on a 2-core x86 machine: a glue
-    /// script needs milliseconds, and keeping the budget below the timeout
-    /// makes a spinning script end as `cpu_budget` (deterministic: the same
-    /// script always stops at the same point) rather than `timeout`.
+    /// 40 billion: a 10 MB JSON parse-and-stringify takes 18e9, a million
+    /// `Map` entries set and read 8e9, sorting 1e5 objects 4e9 (`cargo bench
+    /// --bench budgets`), so real data work finishes well inside it; a
+    /// spinning loop burns it in about 3.6 s on a 2-core x86 machine (6.6e9
+    /// to 11e9 units a second, allocation-heavy to plain loops), below the
+    /// timeout, so it ends as `cpu_budget` (deterministic: the same script
+    /// always stops at the same point) rather than `timeout`.
     pub max_fuel: u64,
     /// Linear memory of one instance, in bytes: the QuickJS heap plus the
-    /// guest's stack and static data. 64 MiB (as in Forgemax).
+    /// guest's stack and static data. 512 MiB: a 10 MB JSON round trip needs
+    /// 192 MiB, a million `Map` entries 128 MiB (Forgemax's 64 MiB fits
+    /// neither). Memory is committed as a script touches it: an execution
+    /// parked on a tool call holds about 0.65 MiB whatever this is.
     pub max_heap: usize,
     /// Longest accepted script, in bytes. 64 KiB: a script is glue, and its
     /// source also costs the model's context.
@@ -35,7 +43,8 @@ pub struct SandboxLimits {
     /// payloads belong in a file or a resource, not a tool argument.
     pub max_args_size: usize,
     /// Executions running at once. 8 (as in Forgemax): each holds up to
-    /// `max_heap` of memory and a Wasm stack; 8 keeps that under 1 GiB.
+    /// `max_heap` of memory and a Wasm stack, so at most 4 GiB when all
+    /// eight fill their heaps at once (lower either for a small machine).
     pub max_concurrent: usize,
     /// How long an execution waits for a free slot before failing as `busy`.
     /// 2 s: long enough to absorb a burst, short enough to tell the client
@@ -46,14 +55,25 @@ pub struct SandboxLimits {
     pub max_log_lines: usize,
     /// Log bytes kept per execution. 64 KiB, for the same reason.
     pub max_log_bytes: usize,
+    /// Most calls `forge.parallel` runs at once, whatever concurrency a
+    /// script asks for (Forgemax's `max_parallel`); the default concurrency
+    /// is 8 or this, if lower. 64: past what any server's in-flight slots
+    /// (`max_in_flight`, 16 by default) let through at once, so a higher
+    /// value would only grow the promises waiting in the guest.
+    pub max_parallel: u32,
+    /// Stash operations (`forge.stash.*`) one execution may make; `None`,
+    /// the default, counts none (Forgemax's `[sandbox.stash] max_calls`).
+    /// Each operation is a bounded in-memory step, so only a deployment
+    /// that wants Forgemax's per-execution rate limit needs it.
+    pub max_stash_calls: Option<u32>,
 }
 
 impl Default for SandboxLimits {
     fn default() -> Self {
         SandboxLimits {
-            timeout: Duration::from_secs(5),
-            max_fuel: 20_000_000_000,
-            max_heap: 64 * 1024 * 1024,
+            timeout: Duration::from_secs(10),
+            max_fuel: 40_000_000_000,
+            max_heap: 512 * 1024 * 1024,
             max_code_size: 64 * 1024,
             max_output_size: 1024 * 1024,
             max_tool_calls: 50,
@@ -62,9 +82,18 @@ impl Default for SandboxLimits {
             max_queue_wait: Duration::from_secs(2),
             max_log_lines: 200,
             max_log_bytes: 64 * 1024,
+            max_parallel: DEFAULT_MAX_PARALLEL,
+            max_stash_calls: None,
         }
     }
 }
+
+/// Default of [`SandboxLimits::max_parallel`].
+pub const DEFAULT_MAX_PARALLEL: u32 = 64;
+
+/// Largest `max_parallel` accepted: every call in flight is a promise and a
+/// host future of its execution; 1024 is far past any server's slots.
+pub const MAX_PARALLEL: u32 = 1024;
 
 /// Smallest `max_heap` accepted: the guest's 4 MiB shadow stack, its static
 /// data and the snapshot's initial heap must fit with room to spare.

@@ -45,7 +45,7 @@ use wasmtime::{
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 pub use artifact::CacheDir;
-pub use limits::{MIN_HEAP, SandboxLimits};
+pub use limits::{MAX_PARALLEL, MIN_HEAP, SandboxLimits};
 pub use output::json_len;
 
 use crate::call::{BoxFuture, CallLimits, Pipeline};
@@ -277,6 +277,7 @@ impl Sandbox {
             },
             js_memory_limit: self.limits.js_memory_limit() as u64,
             max_output_bytes: self.limits.hard_output_limit() as u64,
+            max_parallel: self.limits.max_parallel,
         };
         let run = async {
             let instance = self.pre.instantiate_async(&mut store).await?;
@@ -603,6 +604,7 @@ impl ExecutionState {
         let call_limits = CallLimits {
             max_calls: limits.max_tool_calls,
             max_args_size: limits.max_args_size,
+            max_stash_calls: limits.max_stash_calls,
         };
         ExecutionState {
             // No preopens, no env, no args, closed stdio, every socket denied:

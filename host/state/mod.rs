@@ -74,7 +74,7 @@ pub struct StashLimits {
     pub max_gateway_size: usize,
     /// How long a stash must have been left alone before it may be evicted
     /// to make room for another. 60 s: longer than the default execution
-    /// time limit (5 s) many times over, so a stash in use is not evicted
+    /// time limit (10 s) many times over, so a stash in use is not evicted
     /// under a running script; a write that finds only younger stashes is
     /// refused as retryable instead.
     pub evict_idle_secs: u64,

@@ -254,8 +254,8 @@ async fn parallel_bounds_concurrency_and_reports_errors() {
     assert_eq!(v["results"][3]["args"], json!({ "i": 3 }));
     assert_eq!(
         v["errors"],
-        json!([{ "index": 1, "error": { "name": "ForgeError", "code": "TOOL_FAILED",
-        "message": "the tool failed on purpose", "retryable": true, "suggestion": "try again" } }])
+        json!([{ "index": 1, "error": "the tool failed on purpose", "code": "TOOL_FAILED",
+        "retryable": true, "suggestion": "try again" }])
     );
     assert_eq!(tools.counters.max_in_flight.load(Ordering::SeqCst), 2);
 

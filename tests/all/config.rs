@@ -284,6 +284,13 @@ fn the_example_config_documents_every_key_and_loads() {
         "stderr",
         "preview_bytes",
         "max_operations",
+        "reconnect",
+        "max_reconnect_backoff_secs",
+        "max_parallel",
+        "startup_concurrency",
+        "max_resource_size_mb",
+        "max_ipc_message_size_mb",
+        "max_calls",
     ] {
         assert!(
             text.contains(&format!("{key} =")),

@@ -164,14 +164,15 @@ async fn long_prototype_chains_and_huge_values_go_to_json_stringify() {
     }"#;
     assert_eq!(value(&run(Kind::Default, code).await), &json!({ "x": {} }));
 
-    // 200 MiB of JSON: past what the guest encodes outside QuickJS's memory
-    // limit, so JSON.stringify runs out of memory as a catchable error...
-    let got = refused_arguments("{ v: Array(200).fill('x'.repeat(1 << 20)) }").await;
+    // 600 MiB of JSON: past what the guest encodes outside QuickJS's memory
+    // limit and past the default heap (512 MiB), so JSON.stringify runs out
+    // of memory as a catchable error...
+    let got = refused_arguments("{ v: Array(600).fill('x'.repeat(1 << 20)) }").await;
     assert_eq!(got[0], json!("INVALID_ARGUMENT"), "{got}");
     assert!(got[1].as_str().unwrap().contains("out of memory"), "{got}");
 
     // ...and a result that size fails as out of memory, not as a killed
     // instance; the next execution runs.
-    let code = "async () => Array(200).fill('x'.repeat(1 << 20))";
+    let code = "async () => Array(600).fill('x'.repeat(1 << 20))";
     fails_as(Kind::Default, code, ErrorKind::OutOfMemory, HANG_BOUND).await;
 }

@@ -58,6 +58,16 @@ async fn memory_bomb_runs_out_of_memory() {
     assert!(msg.contains("out of memory"), "{msg}");
 }
 
+/// A `Map` of a million string keys fills the heap in a way whose error
+/// QuickJS cannot even give its message (`InternalError: Invalid error
+/// message`); that ended as `thrown` with that text (issue 18, item 3).
+#[tokio::test]
+async fn a_huge_map_runs_out_of_memory_by_name() {
+    let code = "async () => { const m = new Map(); for (let i = 0; i < 1e7; i++) m.set('key' + i, i); return m.size; }";
+    let msg = fails_as(Kind::SmallHeap, code, ErrorKind::OutOfMemory, HANG_BOUND).await;
+    assert!(msg.contains("heap limit"), "{msg}");
+}
+
 #[tokio::test]
 async fn string_doubling_runs_out_of_memory() {
     let code =
@@ -357,4 +367,31 @@ fn a_spinning_script_does_not_block_other_executions() {
             spinner_done.saturating_duration_since(quick_done)
         );
     });
+}
+
+/// At the default budgets a runaway loop ends on the CPU budget, not the
+/// wall clock, with as many of them running as there are cores (issue 18,
+/// item 3: the fuel must run out well before `timeout_secs` however fast
+/// the machine is). Runs alone in this binary, as the soak test does, so
+/// that "as many as cores" holds.
+#[tokio::test]
+async fn at_the_defaults_a_runaway_loop_ends_on_the_cpu_budget() {
+    let _alone = crate::support::EXCLUSIVE.write().await;
+    let cores = std::thread::available_parallelism().map_or(2, usize::from);
+    let sandbox = crate::support::sandbox(Kind::Default);
+    let runs = (0..cores.min(4)).map(|_| {
+        sandbox.run(
+            Mode::Execute,
+            "async () => { for (;;) {} }",
+            crate::support::context().0,
+        )
+    });
+    for report in futures_util::future::join_all(runs).await {
+        assert_eq!(error(&report).kind, ErrorKind::CpuBudget, "{report:?}");
+        assert!(
+            Duration::from_micros(report.stats.micros)
+                < quickforge::SandboxLimits::default().timeout,
+            "{report:?}"
+        );
+    }
 }

@@ -12,6 +12,7 @@ mod dts;
 mod edit;
 mod eras;
 mod faults;
+mod forgemax;
 mod gateway;
 mod groups;
 mod handles;

@@ -34,6 +34,9 @@ pub enum Kind {
     ShortTimeout,
     /// One slot and a short queue wait.
     OneSlot,
+    /// The heap of the defaults before issue 18 (64 MiB), with the default
+    /// CPU budget: data work that outgrows the heap before the budget.
+    SmallHeap,
 }
 
 /// The limits of a sandbox kind.
@@ -64,6 +67,10 @@ pub fn limits(kind: Kind) -> SandboxLimits {
         Kind::OneSlot => SandboxLimits {
             max_concurrent: 1,
             max_queue_wait: Duration::from_millis(100),
+            ..d
+        },
+        Kind::SmallHeap => SandboxLimits {
+            max_heap: 64 * 1024 * 1024,
             ..d
         },
     }

@@ -16,6 +16,12 @@
 // look-alike and fullwidth letters, smuggled as variation selectors or tag
 // characters; and one honest tool in several scripts, with emoji.
 //
+// With --forgemax it also stands in for the servers Forgemax's examples
+// call (narsil, github, postgres), so they run unchanged: `find_symbols`,
+// `get_symbol` and `symbols.find` over a small fixed code index,
+// `issues.list`, an `image` tool answering a PNG of `bytes` bytes, and the
+// resources file:///logs/app.log (text) and file:///logs/app.bin (a blob).
+//
 // With --http it serves streamable HTTP at http://127.0.0.1:PORT/mcp, one
 // session per client, instead of stdio; with --sse, the legacy HTTP+SSE
 // transport at http://127.0.0.1:PORT/sse.
@@ -56,7 +62,13 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { createServer } from "node:http";
 import { randomUUID } from "node:crypto";
 import { readdirSync, readlinkSync } from "node:fs";
-import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolRequestSchema,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 
 const args = process.argv.slice(2);
 const count = args.includes("--tools") ? Number(args[args.indexOf("--tools") + 1]) : 0;
@@ -183,6 +195,53 @@ if (args.includes("--hostile")) {
   );
 }
 
+// --forgemax: a fixed code index, and what the stand-in tools answer from it.
+const forgemax = args.includes("--forgemax");
+const SYMBOLS = [
+  { name: "handleRequest", file: "src/server.ts", kind: "export function", line: 12 },
+  { name: "parseArgs", file: "src/cli.ts", kind: "export function", line: 3 },
+  { name: "Gateway", file: "src/gateway.ts", kind: "export class", line: 8 },
+  { name: "Router", file: "src/router.ts", kind: "class", line: 5 },
+  { name: "Options", file: "src/options.ts", kind: "export interface", line: 1 },
+  { name: "Mode", file: "src/mode.ts", kind: "enum", line: 2 },
+];
+const APP_LOG = ["INFO started", "ERROR db timeout", "INFO request 1", "FATAL out of disk", "INFO request 2"].join("\n");
+const findSymbols = (a) => ({
+  symbols: SYMBOLS.filter((s) => s.kind.includes(a.pattern) || s.name.includes(a.pattern))
+    .slice(0, a.limit ?? 10)
+    .map(({ name, file }) => ({ name, file })),
+});
+if (forgemax) {
+  const symbolArgs = {
+    type: "object",
+    properties: { pattern: { type: "string" }, limit: { type: "integer", minimum: 1 } },
+    required: ["pattern"],
+  };
+  tools.push(
+    { name: "find_symbols", description: "Find symbols whose kind or name contains the pattern", inputSchema: symbolArgs },
+    { name: "symbols.find", description: "Find symbols (dotted name: category symbols)", inputSchema: symbolArgs },
+    {
+      name: "get_symbol",
+      description: "One symbol's details",
+      inputSchema: { type: "object", properties: { name: { type: "string" }, file: { type: "string" } }, required: ["name"] },
+    },
+    {
+      name: "issues.list",
+      description: "List a repository's issues",
+      inputSchema: {
+        type: "object",
+        properties: { repo: { type: "string" }, state: { type: "string" }, limit: { type: "integer" } },
+        required: ["repo"],
+      },
+    },
+    {
+      name: "image",
+      description: "A PNG of the given size",
+      inputSchema: { type: "object", properties: { bytes: { type: "integer", minimum: 1 } }, required: ["bytes"] },
+    },
+  );
+}
+
 if (args.includes("--slow-schema")) {
   // A schema a backtracking regex engine takes seconds to check: a
   // backreference after a nested quantifier, over many strings.
@@ -255,10 +314,26 @@ let cancelled = 0;
 function makeServer() {
   const server = new Server(
     { name: "quickforge-fixture", version: "1.0.0" },
-    { capabilities: { tools: { listChanged: true }, logging: {} } },
+    { capabilities: { tools: { listChanged: true }, logging: {}, ...(forgemax ? { resources: {} } : {}) } },
   );
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+  if (forgemax) {
+    server.setRequestHandler(ListResourcesRequestSchema, async () => ({
+      resources: [
+        { uri: "file:///logs/app.log", name: "app.log", mimeType: "text/plain" },
+        { uri: "file:///logs/app.bin", name: "app.bin", mimeType: "application/octet-stream" },
+      ],
+    }));
+    server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+      const uri = request.params.uri;
+      if (uri === "file:///logs/app.log") return { contents: [{ uri, mimeType: "text/plain", text: APP_LOG }] };
+      if (uri === "file:///logs/app.bin") {
+        return { contents: [{ uri, mimeType: "application/octet-stream", blob: Buffer.from([0, 1, 2, 253, 254, 255]).toString("base64") }] };
+      }
+      throw new McpError(-32002, `no resource ${uri}`);
+    });
+  }
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: a = {} } = request.params;
@@ -359,6 +434,21 @@ function makeServer() {
         return text({ received: (a.words || []).length });
       case "stats":
         return text({ initialized, cancelled });
+      case "find_symbols":
+      case "symbols.find":
+        return text(findSymbols(a));
+      case "get_symbol": {
+        const found = SYMBOLS.find((s) => s.name === a.name);
+        if (!found) return { isError: true, content: [{ type: "text", text: `no symbol ${a.name}` }] };
+        return text(found);
+      }
+      case "issues.list":
+        return text({ issues: [{ number: 1, title: "a bug", state: "open" }, { number: 2, title: "a wish", state: "open" }].slice(0, a.limit ?? 30) });
+      case "image": {
+        const png = Buffer.alloc(a.bytes);
+        Buffer.from([0x89, 0x50, 0x4e, 0x47]).copy(png);
+        return { content: [{ type: "image", data: png.toString("base64"), mimeType: "image/png" }] };
+      }
       case "whoami":
         return text({ pid: process.pid, env: Object.keys(process.env).sort(), fds: openFiles() });
       default:

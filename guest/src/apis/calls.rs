@@ -30,6 +30,8 @@ struct Settlers {
 thread_local! {
     /// Tool calls this run asked for (started or refused by the host).
     static STARTED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// This run's ceiling on `forge.parallel`'s concurrency.
+    static MAX_PARALLEL: std::cell::Cell<u32> = const { std::cell::Cell::new(1) };
     /// Host operations started in this run and not yet completed. A short
     /// list searched by call id: it holds only what is in flight at once.
     static PENDING: RefCell<Vec<Settlers>> = const { RefCell::new(Vec::new()) };
@@ -40,9 +42,11 @@ pub fn calls_asked() -> u32 {
     STARTED.get()
 }
 
-/// Starts a run: no tool call asked for yet.
-pub fn begin() {
+/// Starts a run: no tool call asked for yet, and the run's ceiling on
+/// `forge.parallel`.
+pub fn begin(max_parallel: u32) {
     STARTED.set(0);
+    MAX_PARALLEL.set(max_parallel.max(1));
 }
 
 /// Number of host operations started and not yet completed, timers
@@ -457,6 +461,12 @@ pub fn register<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> Result<()> {
             }
             crate::quickforge::sandbox::calls::cancel(id);
         })?,
+    )?;
+    // `maxParallel()`: the host's ceiling on `forge.parallel`'s concurrency
+    // for this run (read per run: the prelude is snapshotted before any).
+    host.set(
+        "maxParallel",
+        rquickjs::Function::new(ctx.clone(), || MAX_PARALLEL.get())?,
     )?;
     host.set("callTool", raw_function(ctx, call_tool, c"callTool", 3)?)?;
     host.set(

@@ -40,9 +40,9 @@ mod web;
 pub use calls::{calls_asked, in_flight, settle};
 pub use random::reseed;
 
-/// Starts a run: clocks and counters of the API modules.
-pub fn begin() {
-    calls::begin();
+/// Starts a run: clocks, counters and per-run settings of the API modules.
+pub fn begin(max_parallel: u32) {
+    calls::begin(max_parallel);
     timers::begin();
 }
 
