@@ -11,6 +11,7 @@ declare class ForgeError extends Error {
   code: string; // e.g. TOOL_NOT_FOUND
   retryable: boolean;
   suggestion: string | null;
+  error: true; suggested_fix: string | null;
   toJSON(): Err;
 }
 declare const forge: {
@@ -23,7 +24,7 @@ declare const forge: {
     delete(key: string): Promise<{ deleted: boolean }>;
     keys(): Promise<string[]>;
   };
-  // never rejects for a call: results[i] null, error in errors. failFast: start no more calls (aborted)
+  // a failed call: results[i] null, in errors; failFast: start no more (aborted)
   parallel(calls: ((() => unknown) | { fn: () => unknown })[], opts?: { concurrency?: number; failFast?: boolean }): Promise<{ results: unknown[]; errors: ({ index: number; error: string } & Fail)[]; aborted: boolean }>;
   log: Log;
   progress(done: number, total?: number, message?: string): void; // client's progress bar
