@@ -16,8 +16,8 @@
 // look-alike and fullwidth letters, smuggled as variation selectors or tag
 // characters; and one honest tool in several scripts, with emoji.
 //
-// With --forgemax it also stands in for the servers Forgemax's examples
-// call (narsil, github, postgres), so they run unchanged: `find_symbols`,
+// With --forgemax it also stands in for the servers that the scripts in
+// tests/fixtures/forgemax/ call (narsil, github, postgres): `find_symbols`,
 // `get_symbol` and `symbols.find` over a small fixed code index,
 // `issues.list`, an `image` tool answering a PNG of `bytes` bytes, and the
 // resources file:///logs/app.log (text) and file:///logs/app.bin (a blob).
