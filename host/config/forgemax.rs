@@ -1,5 +1,5 @@
 //! Forgemax's `[sandbox]` keys that quickforge has no key of its own for,
-//! so that Forgemax's configuration files load unchanged: each is mapped to
+//! so that configs in Forgemax's documented format load without edits: each is mapped to
 //! what it means here, or, where nothing here corresponds, accepted with
 //! one warning that names it. Keys Forgemax does not know either stay
 //! errors (every table here denies unknown fields).

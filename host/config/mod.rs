@@ -3,7 +3,7 @@
 //!
 //! Discovery: `--config PATH`, else `$FORGE_CONFIG`, else `./forge.toml`;
 //! with none of them, quickforge runs with defaults and no servers, and says
-//! so on stderr. The format is Forgemax's, so its configs load unchanged,
+//! so on stderr. The format is Forgemax's, so configs in its documented format load without edits,
 //! plus `env`/`cwd` for stdio servers and a few limits of quickforge's own.
 //! Every key is documented, with its default and reason, in
 //! `forge.toml.example`. Every error names the file, the line and the key.

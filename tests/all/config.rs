@@ -1,4 +1,4 @@
-//! forge.toml: Forgemax's format loads unchanged; every error names the
+//! forge.toml: configs in Forgemax's documented format load without edits; every error names the
 //! file, the line and the key.
 
 use std::path::Path;
