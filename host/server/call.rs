@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::{ForgeServer, to_result};
-use crate::relay::{Caps, Questions, Upstream};
+use crate::relay::{Caps, Upstream};
 use crate::sandbox::Mode;
 use crate::tasks::{Outcome, Phase, Run};
 
@@ -114,8 +114,7 @@ impl ForgeServer {
                 upstream.finish().await;
                 to_result(&report, used.as_ref())
             });
-            let questions = Arc::new(Questions::default());
-            let Some(run) = self.executor.runs.start(execution, questions, pump) else {
+            let Some(run) = self.executor.runs.start(execution, pump) else {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                     "busy: quickforge already holds {} running or unfetched executions (tasks and waiting questions); retry shortly",
                     self.executor.runs.limits().max_runs

@@ -252,17 +252,11 @@ impl Runs {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Starts `execution` as a run whose questions go to `questions` (the
-    /// pump that parks them runs beside it, see
-    /// [`crate::relay::Upstream::parked`]); `None` when `max_runs` runs
-    /// are held and none has finished (the caller runs it as a plain
-    /// execution instead).
-    pub fn start<F>(
-        &self,
-        execution: F,
-        questions: Arc<Questions>,
-        pump: crate::relay::Pump,
-    ) -> Option<Arc<Run>>
+    /// Starts `execution` as a run, with `pump` (see
+    /// [`crate::relay::Upstream::parked`]) parking its questions beside it;
+    /// `None` when `max_runs` runs are held and none has finished (the
+    /// caller refuses the execution as busy).
+    pub fn start<F>(&self, execution: F, pump: crate::relay::Pump) -> Option<Arc<Run>>
     where
         F: Future<Output = CallToolResult> + Send + 'static,
     {
@@ -296,34 +290,28 @@ impl Runs {
         let run = Arc::new(Run {
             id: self.key.mint_as(RUN_PREFIX),
             created: SystemTime::now(),
-            questions: questions.clone(),
+            questions: Arc::default(),
             outcome: watch::Sender::new(None),
             abort: Mutex::new(None),
         });
         map.insert(run.id.clone(), run.clone());
         drop(map);
         let running = run.clone();
+        let questions = run.questions.clone();
         let task = tokio::spawn(async move {
-            let result = tokio::select! {
-                result = execution => result,
+            use futures_util::FutureExt as _;
+            // A panic inside the execution ends the run as failed, so it
+            // does not stay `working` for ever.
+            let outcome = tokio::select! {
+                result = std::panic::AssertUnwindSafe(execution).catch_unwind() => match result {
+                    Ok(result) => Outcome::Completed(result),
+                    Err(_) => Outcome::Failed("the execution failed inside quickforge".into()),
+                },
                 () = pump.park(questions) => unreachable!("the pump never ends"),
             };
-            running.finish(Outcome::Completed(result));
+            running.finish(outcome);
         });
-        // A panic inside the execution ends the task with an error instead:
-        // watched here so the run does not stay `working` for ever.
-        let abort = task.abort_handle();
-        let watching = run.clone();
-        tokio::spawn(async move {
-            if let Err(e) = task.await
-                && e.is_panic()
-            {
-                watching.finish(Outcome::Failed(
-                    "the execution failed inside quickforge".into(),
-                ));
-            }
-        });
-        *run.abort.lock().unwrap_or_else(|p| p.into_inner()) = Some(abort);
+        *run.abort.lock().unwrap_or_else(|p| p.into_inner()) = Some(task.abort_handle());
         Some(run)
     }
 
