@@ -167,6 +167,43 @@ impl PartialEq for ToolPolicy {
     }
 }
 
+/// `[servers.NAME] expose`: which of a server's tools quickforge also lists
+/// on its own `tools/list`, to be called directly beside `search` and
+/// `execute` (see `crate::server::direct`). None by default: every tool
+/// costs context on every turn, which is what code mode avoids.
+#[derive(Debug, Clone, Default)]
+pub struct Expose(Option<(GlobSet, Vec<String>)>);
+
+impl Expose {
+    /// Tools matching any of `patterns` (`["*"]`: all of them; empty: none).
+    /// Fails on a bad glob.
+    pub fn globs(patterns: &[String]) -> Result<Expose, String> {
+        glob_set(patterns).map(Expose)
+    }
+
+    /// Whether `tool` is listed directly.
+    pub fn matches(&self, tool: &str) -> bool {
+        self.0.as_ref().is_some_and(|(set, _)| set.is_match(tool))
+    }
+
+    /// Whether no tool is listed directly (the default).
+    pub fn is_none(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// The globs, as written.
+    pub fn patterns(&self) -> &[String] {
+        self.0.as_ref().map_or(&[], |(_, p)| p)
+    }
+}
+
+impl PartialEq for Expose {
+    /// Equal when written the same way.
+    fn eq(&self, other: &Self) -> bool {
+        self.patterns() == other.patterns()
+    }
+}
+
 /// How a group's servers may share data within one execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]

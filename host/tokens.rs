@@ -37,6 +37,11 @@ pub struct Table {
     pub tools_list_tokens: usize,
     /// Tokens of its initialize `instructions` alone.
     pub instructions_tokens: usize,
+    /// Tools the configured servers list directly (`expose`).
+    pub direct_tools: usize,
+    /// Tokens those direct tools add to `tools/list` (counted in
+    /// `tools_list_tokens` and every row's `quickforge_tokens`).
+    pub direct_tokens: usize,
     /// One row per setup.
     pub rows: Vec<Row>,
 }
@@ -84,15 +89,17 @@ fn list_tokens(tools: &[Value]) -> Result<usize, String> {
 }
 
 /// The comparison for the configured tools (if any) and the synthetic sets,
-/// with quickforge's two tools listed as `surface` says.
+/// with quickforge's two tools listed as `surface` says, and the `direct`
+/// tools the configuration exposes beside them.
 pub fn table(
     configured: Option<Vec<Value>>,
+    direct: &[rmcp::model::Tool],
     surface: &crate::config::Surface,
 ) -> Result<Table, String> {
-    let ours: Vec<Value> = crate::server::tools(surface)
-        .iter()
-        .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
-        .collect();
+    let as_json = |t: &rmcp::model::Tool| serde_json::to_value(t).unwrap_or(Value::Null);
+    let mut ours: Vec<Value> = crate::server::tools(surface).iter().map(as_json).collect();
+    let two = list_tokens(&ours)?;
+    ours.extend(direct.iter().map(as_json));
     let tools_list_tokens = list_tokens(&ours)?;
     let instructions_tokens = count(&crate::server::instructions())?;
     let quickforge_tokens = tools_list_tokens + instructions_tokens;
@@ -116,14 +123,24 @@ pub fn table(
     Ok(Table {
         tools_list_tokens,
         instructions_tokens,
+        direct_tools: direct.len(),
+        direct_tokens: tools_list_tokens - two,
         rows,
     })
 }
 
 /// The table as markdown.
 pub fn markdown(t: &Table) -> String {
+    let direct = if t.direct_tools > 0 {
+        format!(
+            "; the {} direct tools (expose) add {} of them",
+            t.direct_tools, t.direct_tokens
+        )
+    } else {
+        String::new()
+    };
     let mut s = format!(
-        "quickforge surface: {} tokens (tools/list {} + instructions {}), o200k_base\n\n| setup | tools | every tool listed | quickforge | ratio |\n|---|---:|---:|---:|---:|\n",
+        "quickforge surface: {} tokens (tools/list {} + instructions {}){direct}, o200k_base\n\n| setup | tools | every tool listed | quickforge | ratio |\n|---|---:|---:|---:|---:|\n",
         t.tools_list_tokens + t.instructions_tokens,
         t.tools_list_tokens,
         t.instructions_tokens
@@ -226,7 +243,7 @@ mod tests {
 
     #[test]
     fn quickforge_costs_the_same_whatever_the_tool_count() {
-        let t = table(None, &crate::config::Surface::default()).unwrap();
+        let t = table(None, &[], &crate::config::Surface::default()).unwrap();
         let ours: Vec<usize> = t.rows.iter().map(|r| r.quickforge_tokens).collect();
         assert!(ours.windows(2).all(|w| w[0] == w[1]), "{ours:?}");
         let direct: Vec<usize> = t.rows.iter().map(|r| r.direct_tokens).collect();

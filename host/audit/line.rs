@@ -26,7 +26,8 @@ pub struct Record<'a> {
     pub stash: String,
     /// When the execution arrived, RFC 3339 UTC with milliseconds.
     pub timestamp: String,
-    /// `search` or `execute`.
+    /// `search`, `execute`, or `direct` (a direct tool call: its code
+    /// fields then describe the tool's listed name).
     pub operation: Mode,
     /// The W3C trace id the execution ran in (the client's, from the
     /// request's `traceparent`, or a fresh one), 32 hex digits, to join

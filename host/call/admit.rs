@@ -15,7 +15,7 @@ pub const MAX_NAME_LEN: usize = 4096;
 /// Refuses `api` (e.g. `forge.callTool`) in search mode.
 pub fn mode(mode: Mode, api: &str) -> Result<(), ForgeError> {
     match mode {
-        Mode::Execute => Ok(()),
+        Mode::Execute | Mode::Direct => Ok(()),
         Mode::Search => Err(ForgeError::new(
             ErrorCode::ModeDenied,
             format!("{api} is not available in search; search code can only read `manifest`"),

@@ -77,6 +77,20 @@ pub enum Mode {
     Search,
     /// Everything.
     Execute,
+    /// One call of a tool the client called directly (a server's
+    /// `expose`): no script runs; the call passes this same pipeline.
+    Direct,
+}
+
+impl Mode {
+    /// The `snake_case` name, as serialized (audit lines, metrics, spans).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Search => "search",
+            Mode::Execute => "execute",
+            Mode::Direct => "direct",
+        }
+    }
 }
 
 /// One operation a script asked for, as the guest sent it.

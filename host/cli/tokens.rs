@@ -15,16 +15,17 @@ pub(super) async fn tokens(config: Option<PathBuf>, as_json: bool) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let configured = if config.servers.is_empty() {
-        None
+    let (configured, direct) = if config.servers.is_empty() {
+        (None, Vec::new())
     } else {
         let gateway = Gateway::start(&config);
         gateway.wait_started(STARTUP_WAIT).await;
         let m = gateway.manifest();
+        let direct: Vec<_> = gateway.direct_tools().listed().cloned().collect();
         gateway.close(SERVER_GRACE).await;
-        Some(crate::tokens::downstream_tools(&m))
+        (Some(crate::tokens::downstream_tools(&m)), direct)
     };
-    let table = match crate::tokens::table(configured, &config.surface) {
+    let table = match crate::tokens::table(configured, &direct, &config.surface) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");

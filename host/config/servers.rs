@@ -130,6 +130,10 @@ pub struct ServerConfig {
     /// to reach the server (Forgemax's key); [`DEFAULT_RECONNECT_BACKOFF`]
     /// by default.
     pub max_reconnect_backoff: Duration,
+    /// `expose`: the tools also listed on quickforge's own `tools/list`
+    /// as `NAME__tool` (`"direct"`: all; a list of globs: those; `"code"`,
+    /// the default: none, they are reached through `execute` only).
+    pub expose: crate::policy::Expose,
 }
 
 /// How quickforge talks to a server.
@@ -248,9 +252,19 @@ pub(super) struct RawServer {
     calls_per_minute: Option<Spanned<u32>>,
     reconnect: Option<bool>,
     max_reconnect_backoff_secs: Option<Spanned<u64>>,
+    expose: Option<Spanned<RawExpose>>,
     #[serde(default)]
     env: BTreeMap<String, Spanned<String>>,
     cwd: Option<Spanned<String>>,
+}
+
+/// `expose`: `"code"`, `"direct"` or a list of tool globs.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawExpose {
+    Word(String),
+    // Plain strings: spans do not survive an untagged enum's buffering.
+    Globs(Vec<String>),
 }
 
 /// `allow_destructive`: `true`, `false` or `"ask"`.
@@ -693,6 +707,31 @@ fn server(
             }
         },
     };
+    let expose = match raw.expose {
+        None => Vec::new(),
+        Some(e) => {
+            let span = e.span();
+            match e.into_inner() {
+                RawExpose::Word(w) if w == "code" => Vec::new(),
+                RawExpose::Word(w) if w == "direct" => vec!["*".to_string()],
+                RawExpose::Word(w) => {
+                    return Err(report.at(
+                        span,
+                        key("expose"),
+                        format!("must be \"code\", \"direct\" or a list of tool globs such as [\"search_*\"], got {w:?}"),
+                    ));
+                }
+                RawExpose::Globs(list) => {
+                    crate::policy::Expose::globs(&list).map_err(|e| {
+                        report.at(span, key("expose"), format!("not a valid glob: {e}"))
+                    })?;
+                    list
+                }
+            }
+        }
+    };
+    let expose = crate::policy::Expose::globs(&expose)
+        .map_err(|e| report.at(0..0, key("expose"), format!("not a valid glob: {e}")))?;
     let mut roots = Vec::new();
     for (i, root) in raw.roots.into_iter().enumerate() {
         let span = root.span();
@@ -731,5 +770,6 @@ fn server(
         roots,
         reconnect: raw.reconnect.unwrap_or(true),
         max_reconnect_backoff,
+        expose,
     })
 }

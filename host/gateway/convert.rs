@@ -28,6 +28,41 @@ pub const MAX_BINARY_DATA: usize = 1024 * 1024;
 /// dump from a server is noise for a model; the start says what went wrong.
 pub const MAX_ERROR_TEXT: usize = 2048;
 
+/// What a tool's result becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Shape {
+    /// A value for a script ([`call_result`]).
+    #[default]
+    Script,
+    /// The MCP result itself, for a client that called a direct tool
+    /// ([`mcp_result`]).
+    Mcp,
+}
+
+impl Shape {
+    /// `result` (a `tools/call` result, as JSON) from `server`'s `tool`, in
+    /// this shape.
+    pub fn convert(self, server: &str, tool: &str, result: Value) -> Result<Value, ForgeError> {
+        match self {
+            Shape::Script => call_result(server, tool, result),
+            Shape::Mcp => mcp_result(server, tool, result),
+        }
+    }
+}
+
+/// A `tools/call` result (as JSON) kept as the server sent it (content
+/// blocks, `structuredContent`), for a direct tool's client; an error
+/// result becomes the same redacted, bounded `TOOL_ERROR` a script gets.
+pub fn mcp_result(server: &str, tool: &str, result: Value) -> Result<Value, ForgeError> {
+    let failed = result
+        .as_object()
+        .is_none_or(|o| o.get("isError").and_then(Value::as_bool) == Some(true));
+    if failed {
+        return call_result(server, tool, result);
+    }
+    Ok(result)
+}
+
 /// Converts a `tools/call` result (as JSON) from `server`'s `tool`.
 pub fn call_result(server: &str, tool: &str, result: Value) -> Result<Value, ForgeError> {
     let Value::Object(mut result) = result else {

@@ -33,6 +33,8 @@ pub struct Call<'a> {
     /// The client of the execution that makes it, for what the server sends
     /// back while it runs; `None` without one.
     pub upstream: Option<std::sync::Arc<crate::relay::Upstream>>,
+    /// What the result becomes.
+    pub shape: convert::Shape,
 }
 
 /// Sends `tools/call` and converts the result.
@@ -46,6 +48,7 @@ pub async fn call_tool(
         tool,
         timeout,
         upstream,
+        shape,
     } = call;
     let mut params = crate::observe::trace::inject(
         CallToolRequestParams::new(tool.to_string()).with_arguments(arguments),
@@ -56,6 +59,7 @@ pub async fn call_tool(
         server,
         tool,
         upstream: upstream.as_ref(),
+        shape,
     };
     if conn.learned_task_tool(tool) {
         return call_as_task(&asking, &params, timeout, track).await;
@@ -88,7 +92,7 @@ pub async fn call_tool(
                 let json = serde_json::to_value(&result).map_err(|e| {
                     ForgeError::new(ErrorCode::InvalidResponse, format!("{server}.{tool}: {e}"))
                 })?;
-                return convert::call_result(server, tool, json);
+                return shape.convert(server, tool, json);
             }
             ServerResult::CreateTaskResult(created) => {
                 return await_task(&asking, created.task, timeout).await;
@@ -153,14 +157,22 @@ async fn call_as_task(
     track: Option<Track<'_>>,
 ) -> Result<Value, ForgeError> {
     let Asking {
-        conn, server, tool, ..
+        conn,
+        server,
+        tool,
+        shape,
+        ..
     } = *asking;
     let deadline = tokio::time::Instant::now() + timeout;
-    let call = serde_json::json!({
+    let mut call = serde_json::json!({
         "name": tool,
         "arguments": params.arguments.clone().unwrap_or_default(),
         "task": {"ttl": timeout.as_millis() as u64},
     });
+    // The trace context (`traceparent`) goes along as on a plain call.
+    if let Some(meta) = &params.meta {
+        call["_meta"] = serde_json::to_value(meta).unwrap_or_default();
+    }
     let request = ClientRequest::CustomRequest(CustomRequest::new("tools/call", Some(call)));
     let (created, _tracked) = send_tracked(conn, server, request, timeout, track.clone()).await?;
     let created = serde_json::to_value(&created).unwrap_or_default();
@@ -170,7 +182,7 @@ async fn call_as_task(
         .map(str::to_string)
     else {
         // A server may answer a task-augmented call with the plain result.
-        return convert::call_result(server, tool, created);
+        return shape.convert(server, tool, created);
     };
     let mut cancel = CancelTaskOnDrop {
         peer: Some(conn.peer.clone()),
@@ -186,7 +198,7 @@ async fn call_as_task(
         other => other?,
     };
     cancel.peer = None;
-    convert::call_result(
+    shape.convert(
         server,
         tool,
         serde_json::to_value(&result).unwrap_or_default(),
@@ -205,6 +217,7 @@ struct Asking<'a> {
     server: &'a str,
     tool: &'a str,
     upstream: Option<&'a std::sync::Arc<crate::relay::Upstream>>,
+    shape: convert::Shape,
 }
 
 impl Asking<'_> {
@@ -332,7 +345,11 @@ async fn await_task(
     timeout: Duration,
 ) -> Result<Value, ForgeError> {
     let Asking {
-        conn, server, tool, ..
+        conn,
+        server,
+        tool,
+        shape,
+        ..
     } = *asking;
     let deadline = tokio::time::Instant::now() + timeout;
     let mut cancel = CancelTaskOnDrop {
@@ -367,7 +384,7 @@ async fn await_task(
             TaskPayload::Working => continue,
             TaskPayload::Completed { result } => {
                 cancel.peer = None;
-                return convert::call_result(server, tool, Value::Object(result));
+                return shape.convert(server, tool, Value::Object(result));
             }
             TaskPayload::Failed { error } => {
                 cancel.peer = None;

@@ -34,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 use crate::call::Guards;
 use crate::call::breaker::Breaker;
 use crate::config::{Config, ServerConfig};
+use crate::manifest::direct::DirectTools;
 use crate::manifest::{Manifest, ServerEntry, ServerStatus, Snapshot};
 use crate::policy::{RateLimit, ServerGroup};
 use crate::relay::{Relay, Upstream};
@@ -112,6 +113,9 @@ pub struct Gateway {
     /// Which execution has which requests in flight, for what servers send
     /// back (see [`crate::relay`]).
     pub relay: Arc<Relay>,
+    /// The tools listed directly (`expose`), made from the manifest each
+    /// time a server's entry changes.
+    direct: ArcSwap<DirectTools>,
 }
 
 impl Gateway {
@@ -146,6 +150,7 @@ impl Gateway {
             started: std::sync::atomic::AtomicBool::new(false),
             shutdown: CancellationToken::new(),
             relay: Arc::new(Relay::new(config.relay)),
+            direct: ArcSwap::from_pointee(DirectTools::default()),
         });
         let permits = Arc::new(Semaphore::new(config.startup_concurrency));
         for server in gateway.servers.values() {
@@ -239,6 +244,7 @@ impl Gateway {
             gateway: self.clone(),
             manifest: snapshot.0.clone(),
             upstream,
+            shape: convert::Shape::Script,
         }
     }
 
@@ -254,9 +260,37 @@ impl Gateway {
         }
     }
 
-    fn set_entry(&self, entry: ServerEntry) {
+    /// Puts `entry` in the manifest; whether the direct tools changed
+    /// with it.
+    fn set_entry(&self, entry: ServerEntry) -> bool {
+        let exposed = self
+            .servers
+            .get(&entry.name)
+            .is_some_and(|s| !s.config.expose.is_none());
         let entry = Arc::new(entry);
         self.manifest.rcu(|m| m.with_server(entry.clone()));
+        if !exposed {
+            return false;
+        }
+        // Made from the latest manifest inside `rcu`, which makes it again
+        // if another entry changed meanwhile: never an older list last.
+        let old = self.direct.rcu(|_| {
+            DirectTools::of(&self.manifest(), |name| {
+                self.servers.get(name).map(|s| &s.config.expose)
+            })
+        });
+        *old != **self.direct.load()
+    }
+
+    /// The tools listed directly beside `search` and `execute`.
+    pub fn direct_tools(&self) -> Arc<DirectTools> {
+        self.direct.load_full()
+    }
+
+    /// Whether any server lists tools directly (`expose`): quickforge's
+    /// tool list can then change, and says so.
+    pub fn exposes(&self) -> bool {
+        self.servers.values().any(|s| !s.config.expose.is_none())
     }
 
     /// Lists `server`'s tools, resources, resource templates and prompts
@@ -303,8 +337,8 @@ impl Gateway {
             |f: fn(&ServerEntry) -> String| old.as_deref().is_none_or(|o| f(o) != f(&entry));
         let prompts = changed(|e| format!("{:?}", e.prompts));
         let resources = changed(|e| format!("{:?}{:?}", e.resources, e.templates));
-        self.set_entry(entry);
-        self.relay.lists_changed(prompts, resources);
+        let tools = self.set_entry(entry);
+        self.relay.lists_changed(tools, prompts, resources);
         Ok(())
     }
 
@@ -325,6 +359,7 @@ impl Gateway {
             entry.prompts = old.prompts.clone();
             entry.templates = old.templates.clone();
         }
+        // The tools stay, so the direct ones do too.
         self.set_entry(entry);
     }
 }

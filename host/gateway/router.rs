@@ -24,9 +24,18 @@ pub struct Router {
     /// The client of the execution, for what servers send back during its
     /// calls; `None` without one.
     pub(super) upstream: Option<Arc<Upstream>>,
+    /// What tool results become: values for a script, or MCP results for
+    /// a direct tool's client.
+    pub(super) shape: super::convert::Shape,
 }
 
 impl Router {
+    /// `self`, with tool results in `shape`.
+    pub fn with_shape(mut self, shape: super::convert::Shape) -> Router {
+        self.shape = shape;
+        self
+    }
+
     /// `server`'s guards and live session, or `SERVER_UNAVAILABLE` with the
     /// reason its manifest `entry` gives.
     fn live(
@@ -91,7 +100,7 @@ impl Servers for Router {
                     (why.clone(), shown.to_string())
                 });
                 let tool = tool.to_string();
-                let upstream = self.upstream.clone();
+                let (upstream, shape) = (self.upstream.clone(), self.shape);
                 let route = self.to_server(server, entry, move |conn, server, timeout| {
                     // One span per downstream call, under the execution's.
                     let span = crate::observe::trace::call_span(&server, &tool);
@@ -103,6 +112,7 @@ impl Servers for Router {
                                 tool: &tool,
                                 timeout,
                                 upstream,
+                                shape,
                             };
                             super::kinds::call_tool(call, args).await
                         }

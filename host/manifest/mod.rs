@@ -6,6 +6,7 @@
 //! tools changed; every execution takes one snapshot ([`Snapshot`]) and sees
 //! exactly that state from start to end, never a torn mix.
 
+pub mod direct;
 pub mod listing;
 pub use quickforge_filters::sanitize;
 mod schema;

@@ -141,7 +141,7 @@ impl Metrics {
         let r = &mut m.registry;
         r.register(
             "executions",
-            "Executions finished, by mode (search, execute) and outcome (ok, error, cancelled)",
+            "Executions finished, by mode (search, execute, direct) and outcome (ok, error, cancelled)",
             m.executions.clone(),
         );
         r.register(
@@ -261,10 +261,7 @@ impl Metrics {
 
 impl crate::audit::Observer for Metrics {
     fn observe(&self, record: &Record<'_>) {
-        let mode = match record.operation {
-            crate::sandbox::Mode::Search => "search",
-            crate::sandbox::Mode::Execute => "execute",
-        };
+        let mode = record.operation.as_str();
         self.executions
             .get_or_create(&ExecutionLabels {
                 mode,

@@ -153,17 +153,14 @@ impl TraceContext {
     }
 }
 
-/// Runs `execution` (one `search` or `execute`) in `cx`'s trace, inside a
+/// Runs `execution` (one `search`, `execute` or direct tool call) in `cx`'s trace, inside a
 /// span of its own named `execution`.
 pub async fn scope<F: Future>(
     cx: TraceContext,
     mode: crate::sandbox::Mode,
     execution: F,
 ) -> F::Output {
-    let mode = match mode {
-        crate::sandbox::Mode::Search => "search",
-        crate::sandbox::Mode::Execute => "execute",
-    };
+    let mode = mode.as_str();
     let span = tracing::info_span!(
         "execution",
         mode,

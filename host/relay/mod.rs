@@ -149,11 +149,11 @@ impl Relay {
         clients.push(Arc::downgrade(client));
     }
 
-    /// Tells every live client that the merged prompt or resource lists
-    /// changed, as the flags say (a server's list changed, or a server came
-    /// or went).
-    pub fn lists_changed(&self, prompts: bool, resources: bool) {
-        if !(prompts || resources) {
+    /// Tells every live client that quickforge's tool list (its direct
+    /// tools) or the merged prompt or resource lists changed, as the flags
+    /// say (a server's list changed, or a server came or went).
+    pub fn lists_changed(&self, tools: bool, prompts: bool, resources: bool) {
+        if !(tools || prompts || resources) {
             return;
         }
         let clients: Vec<Arc<ClientLink>> = self
@@ -168,6 +168,9 @@ impl Relay {
         }
         tokio::spawn(async move {
             for c in clients {
+                if tools {
+                    let _ = c.peer().notify_tool_list_changed().await;
+                }
                 if prompts {
                     let _ = c.peer().notify_prompt_list_changed().await;
                 }

@@ -273,7 +273,9 @@ impl Sandbox {
         let options = wit::RunOptions {
             mode: match mode {
                 Mode::Search => wit::Mode::Search,
-                Mode::Execute => wit::Mode::Execute,
+                // Direct calls run no script; were one run, it would have
+                // exactly execute's rights.
+                Mode::Execute | Mode::Direct => wit::Mode::Execute,
             },
             js_memory_limit: self.limits.js_memory_limit() as u64,
             max_output_bytes: self.limits.hard_output_limit() as u64,

@@ -1,5 +1,5 @@
-//! `tools/call` of `search` and `execute`: the arguments, then one of two
-//! ways to run. A client of the 2025 era that does not take tasks is
+//! `tools/call` of `search`, `execute` and the direct tools: the arguments,
+//! then one of two ways to run. A client of the 2025 era that does not take tasks is
 //! served on the request's own task, with the pump that sends its questions
 //! on the request's stream beside it. A client that takes tasks (SEP-2663)
 //! or speaks 2026-07-28 gets a [`Run`] (see [`crate::tasks`]): the execution
@@ -40,60 +40,22 @@ impl ForgeServer {
             run.answer(request.input_responses.clone().unwrap_or_default());
             return self.follow(&run, tasks, &cx).await;
         }
-        let mode = match request.name.as_ref() {
-            "search" => Mode::Search,
-            "execute" => Mode::Execute,
-            other => {
-                return Err(McpError::invalid_params(
-                    format!(
-                        "unknown tool {other:?}: quickforge has exactly two tools, search and execute"
-                    ),
-                    None,
-                ));
-            }
-        };
-        let code = match request.arguments.as_ref().and_then(|a| a.get("code")) {
-            Some(Value::String(code)) => code.clone(),
-            Some(other) => {
-                let kind = match other {
-                    Value::Null => "null",
-                    Value::Bool(_) => "a boolean",
-                    Value::Number(_) => "a number",
-                    Value::Array(_) => "an array",
-                    Value::Object(_) => "an object",
-                    Value::String(_) => "a string",
-                };
-                return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                    "`code` must be a string holding a JS async arrow function, got {kind}"
-                ))])
-                .into());
-            }
-            None => {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(
-                    "missing argument `code`: a JS async arrow function, e.g. async () => manifest.servers",
-                )])
-                .into());
-            }
-        };
-        let handle = match request.arguments.as_ref().and_then(|a| a.get("stash")) {
-            None | Some(Value::Null) => self.session.handle.clone(),
-            Some(Value::String(text)) => match self.executor.handles.open(text) {
-                Some(handle) => handle,
-                None => {
-                    return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                        "`stash` {:?} is not a stash handle of this gateway (altered, from another gateway, or sealed before its secret changed); pass the `stash` value of an earlier result exactly, or leave it out to use this session's stash",
-                        crate::error::preview(text)
-                    ))])
-                    .into());
+        let job = match request.name.as_ref() {
+            "search" | "execute" => match self.script(&request) {
+                Ok(job) => job,
+                Err(refusal) => {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(refusal)]).into());
                 }
             },
-            Some(_) => {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(
-                    "`stash` must be a string: the `stash` value of an earlier result",
-                )])
-                .into());
-            }
+            name => match self.executor.gateway.direct_tools().get(name) {
+                Some(tool) => Job::Direct {
+                    tool: Box::new(tool.clone()),
+                    args: Value::Object(request.arguments.clone().unwrap_or_default()),
+                },
+                None => return Err(self.unknown_tool(name)),
+            },
         };
+        let mode = job.mode();
         let client = self.client(&cx.peer);
         let token = cx.meta.get_progress_token();
         let relay = self.executor.gateway.relay.clone();
@@ -107,13 +69,8 @@ impl ForgeServer {
             let limit = tasks.then_some(self.executor.runs.limits().timeout);
             let (upstream, pump) = Upstream::parked(client, token, relay, caps, limit);
             let server = self.clone();
-            let execution = crate::observe::trace::scope(trace, mode, async move {
-                let (report, used) = server
-                    .run_with(mode, &code, handle, Some(upstream.clone()))
-                    .await;
-                upstream.finish().await;
-                to_result(&report, used.as_ref())
-            });
+            let execution =
+                crate::observe::trace::scope(trace, mode, server.perform(job, upstream));
             let Some(run) = self.executor.runs.start(execution, pump) else {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                     "busy: quickforge already holds {} running or unfetched executions (tasks and waiting questions); retry shortly",
@@ -129,19 +86,108 @@ impl ForgeServer {
         // dropped, which stops the script at once, frees its slots and
         // cancels its downstream calls.
         let (upstream, pump) = Upstream::new(client, token, relay);
-        let run = crate::observe::trace::scope(trace, mode, async {
-            let done = self
-                .run_with(mode, &code, handle, Some(upstream.clone()))
-                .await;
-            upstream.finish().await;
-            done
-        });
+        let run = crate::observe::trace::scope(trace, mode, self.clone().perform(job, upstream));
         tokio::select! {
             biased;
             () = cx.ct.cancelled() => Err(cancelled()),
-            (report, used) = run => Ok(to_result(&report, used.as_ref()).into()),
+            result = run => Ok(result.into()),
             () = pump.run() => unreachable!("the pump never ends"),
         }
+    }
+
+    /// A `search` or `execute` request's job, or the text that refuses its
+    /// arguments.
+    fn script(&self, request: &CallToolRequestParams) -> Result<Job, String> {
+        let mode = if request.name == "search" {
+            Mode::Search
+        } else {
+            Mode::Execute
+        };
+        let code = match request.arguments.as_ref().and_then(|a| a.get("code")) {
+            Some(Value::String(code)) => code.clone(),
+            Some(other) => {
+                let kind = match other {
+                    Value::Null => "null",
+                    Value::Bool(_) => "a boolean",
+                    Value::Number(_) => "a number",
+                    Value::Array(_) => "an array",
+                    Value::Object(_) => "an object",
+                    Value::String(_) => "a string",
+                };
+                return Err(format!(
+                    "`code` must be a string holding a JS async arrow function, got {kind}"
+                ));
+            }
+            None => {
+                return Err(
+                    "missing argument `code`: a JS async arrow function, e.g. async () => manifest.servers".into(),
+                );
+            }
+        };
+        let handle = match request.arguments.as_ref().and_then(|a| a.get("stash")) {
+            None | Some(Value::Null) => self.session.handle.clone(),
+            Some(Value::String(text)) => match self.executor.handles.open(text) {
+                Some(handle) => handle,
+                None => {
+                    return Err(format!(
+                        "`stash` {:?} is not a stash handle of this gateway (altered, from another gateway, or sealed before its secret changed); pass the `stash` value of an earlier result exactly, or leave it out to use this session's stash",
+                        crate::error::preview(text)
+                    ));
+                }
+            },
+            Some(_) => {
+                return Err(
+                    "`stash` must be a string: the `stash` value of an earlier result".into(),
+                );
+            }
+        };
+        Ok(Job::Script { mode, code, handle })
+    }
+
+    /// The error for a `tools/call` of a name quickforge does not list.
+    fn unknown_tool(&self, name: &str) -> McpError {
+        let direct = self.executor.gateway.direct_tools();
+        let listed = ["search", "execute"]
+            .into_iter()
+            .chain(direct.listed().map(|t| t.name.as_ref()));
+        let hint = crate::suggest::did_you_mean(name, listed)
+            .map(|s| format!("; did you mean {s:?}?"))
+            .unwrap_or_default();
+        let what = if direct.is_empty() {
+            "quickforge has exactly two tools, search and execute".to_string()
+        } else {
+            format!(
+                "quickforge lists search, execute and {} direct tools",
+                direct.len()
+            )
+        };
+        McpError::invalid_params(format!("unknown tool {name:?}: {what}{hint}"), None)
+    }
+
+    /// Does `job` for the client on the other side of `upstream`, and
+    /// answers with its result once the last of its reports went out.
+    async fn perform(self, job: Job, upstream: Arc<Upstream>) -> CallToolResult {
+        let result = match job {
+            Job::Script { mode, code, handle } => {
+                let (report, used) = self
+                    .run_with(mode, &code, handle, Some(upstream.clone()))
+                    .await;
+                to_result(&report, used.as_ref())
+            }
+            Job::Direct { tool, args } => {
+                let handle = self.session.handle.clone();
+                let name = tool.listed.name.clone();
+                let up = Some(upstream.clone());
+                let (report, _) = self
+                    .audited(Mode::Direct, &name, handle, |trail, stash| {
+                        self.call_direct(&tool, &args, trail, stash, up)
+                    })
+                    .await;
+                super::direct::direct_result(&report)
+            }
+        };
+        upstream.finish().await;
+        result
     }
 
     /// Answers a request about `run` with whatever comes first: its result;
@@ -199,6 +245,35 @@ impl ForgeServer {
                 None,
             )
         })
+    }
+}
+
+/// What a `tools/call` asks quickforge to do.
+enum Job {
+    /// Run a script.
+    Script {
+        /// `search` or `execute`.
+        mode: Mode,
+        /// The script.
+        code: String,
+        /// The stash it runs with.
+        handle: crate::state::Handle,
+    },
+    /// Call a direct tool.
+    Direct {
+        /// The tool.
+        tool: Box<crate::manifest::direct::DirectTool>,
+        /// Its arguments (an object).
+        args: Value,
+    },
+}
+
+impl Job {
+    fn mode(&self) -> Mode {
+        match self {
+            Job::Script { mode, .. } => *mode,
+            Job::Direct { .. } => Mode::Direct,
+        }
     }
 }
 

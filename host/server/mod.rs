@@ -1,6 +1,7 @@
-//! The MCP server quickforge shows its client: exactly two tools, `search`
-//! and `execute`, each taking `code`, and initialize `instructions` that
-//! carry the TypeScript definitions of the whole script API (`forge.d.ts`).
+//! The MCP server quickforge shows its client: two tools, `search` and
+//! `execute`, each taking `code`, and initialize `instructions` that carry
+//! the TypeScript definitions of the whole script API (`forge.d.ts`); beside
+//! them, only the tools a server's `expose` lists directly (`direct.rs`).
 //!
 //! One [`ForgeServer`] serves one client session (a stdio connection, or one
 //! streamable-HTTP session) and holds that session's [`Session`]: its stash
@@ -25,6 +26,7 @@ use crate::relay::ClientLink;
 use crate::session::Session;
 
 mod call;
+mod direct;
 mod executor;
 mod result;
 mod run;
@@ -38,6 +40,13 @@ pub use result::to_result;
 /// (two tools, their schemas, the instructions), the same for every client
 /// (so `public`), and a new quickforge is a new connection that lists again.
 pub const LIST_TTL_MS: u64 = 3_600_000;
+
+/// How long a client may keep `tools/list` when servers list tools
+/// directly (`expose`), in milliseconds: one minute. Their tools change
+/// when a server's do; a client with a session hears it at once
+/// (`notifications/tools/list_changed`), one without (2026-07-28,
+/// stateless) lists again after this.
+pub const DIRECT_LIST_TTL_MS: u64 = 60_000;
 
 /// The TypeScript definitions of the script API, as the guest exposes it
 /// (tests/all/dts.rs checks they match).
@@ -174,7 +183,7 @@ impl ServerHandler for ForgeServer {
     )]
     fn get_info(&self) -> ServerConfig {
         let mut tools = ToolsCapability::default();
-        tools.list_changed = Some(false);
+        tools.list_changed = Some(self.executor.gateway.exposes());
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools_with(tools)
@@ -238,22 +247,35 @@ impl ServerHandler for ForgeServer {
         .with_cache_scope(CacheScope::Public))
     }
 
+    /// `search`, `execute`, and the direct tools (`expose`), if any.
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(
-            ListToolsResult::with_all_items(tools(&self.executor.surface))
-                .with_ttl_ms(LIST_TTL_MS)
-                .with_cache_scope(CacheScope::Public),
-        )
+        let gateway = &self.executor.gateway;
+        let ttl = if gateway.exposes() {
+            // The direct tools are those of the servers up at the time.
+            gateway.surface_ready().await;
+            DIRECT_LIST_TTL_MS
+        } else {
+            LIST_TTL_MS
+        };
+        let mut listed = tools(&self.executor.surface);
+        listed.extend(gateway.direct_tools().listed().cloned());
+        Ok(ListToolsResult::with_all_items(listed)
+            .with_ttl_ms(ttl)
+            .with_cache_scope(CacheScope::Public))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         tools(&self.executor.surface)
             .into_iter()
             .find(|t| t.name == name)
+            .or_else(|| {
+                let direct = self.executor.gateway.direct_tools();
+                direct.get(name).map(|t| t.listed.clone())
+            })
     }
 
     /// `logging/setLevel`: downstream log messages below `level` are no

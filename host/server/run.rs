@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::ForgeServer;
 use crate::gateway::STARTUP_WAIT;
+use crate::gateway::convert::Shape;
 use crate::relay::Upstream;
 use crate::sandbox::{ExecutionContext, Mode, Report};
 use crate::state::{Handle, Stash};
@@ -32,9 +33,30 @@ impl ForgeServer {
         handle: Handle,
         upstream: Option<Arc<Upstream>>,
     ) -> (Report, Option<Handle>) {
+        self.audited(mode, code, handle, |trail, stash| {
+            self.admit(mode, code, trail, stash, upstream)
+        })
+        .await
+    }
+
+    /// Does `work` (an execution, or a direct tool call: `mode`, described
+    /// by `code`) with the stash of `handle`, and records it in the audit
+    /// log, if there is one; with its report, the handle when the stash
+    /// was used.
+    pub(super) async fn audited<W, F>(
+        &self,
+        mode: Mode,
+        code: &str,
+        handle: Handle,
+        work: W,
+    ) -> (Report, Option<Handle>)
+    where
+        W: FnOnce(Option<crate::audit::SharedTrail>, Arc<Stash>) -> F,
+        F: std::future::Future<Output = Report>,
+    {
         let stash = Arc::new(Stash::new(self.executor.store.clone(), handle));
         let report = match &self.executor.audit {
-            None => self.admit(mode, code, None, stash.clone(), upstream).await,
+            None => work(None, stash.clone()).await,
             Some(audit) => {
                 let mut audited = Audited {
                     audit,
@@ -49,7 +71,7 @@ impl ForgeServer {
                     written: false,
                 };
                 let trail = Some(audited.trail.clone());
-                let report = self.admit(mode, code, trail, stash.clone(), upstream).await;
+                let report = work(trail, stash.clone()).await;
                 audited.write(Some(&report));
                 report
             }
@@ -132,20 +154,38 @@ impl ForgeServer {
                 return Report::refused(crate::error::ExecutionError::new(kind, message));
             }
         }
+        let cx = self.context(Shape::Script, trail, stash, upstream).await;
+        self.executor.sandbox.run(mode, code, cx).await
+    }
+
+    /// What one execution (or direct call) reaches, once the servers have
+    /// had their start-up: the manifest as it is now, the router over it
+    /// giving tool results in `shape`, and the execution's stash, audit
+    /// trail and client.
+    pub(super) async fn context(
+        &self,
+        shape: Shape,
+        trail: Option<crate::audit::SharedTrail>,
+        stash: Arc<Stash>,
+        upstream: Option<Arc<Upstream>>,
+    ) -> ExecutionContext {
         let gateway = &self.executor.gateway;
         gateway.wait_started(STARTUP_WAIT).await;
         let snapshot = gateway.snapshot();
-        let mut cx = ExecutionContext {
-            servers: Arc::new(gateway.router(&snapshot, upstream.clone())),
+        let router = gateway
+            .router(&snapshot, upstream.clone())
+            .with_shape(shape);
+        let cx = ExecutionContext {
+            servers: Arc::new(router),
             manifest: Arc::new(snapshot),
             stash,
             audit: trail,
             ..ExecutionContext::default()
         };
-        if let Some(upstream) = upstream {
-            cx = cx.for_upstream(upstream);
+        match upstream {
+            Some(upstream) => cx.for_upstream(upstream),
+            None => cx,
         }
-        self.executor.sandbox.run(mode, code, cx).await
     }
 }
 

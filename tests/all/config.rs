@@ -292,6 +292,7 @@ fn the_example_config_documents_every_key_and_loads() {
         "max_resource_size_mb",
         "max_ipc_message_size_mb",
         "max_calls",
+        "expose",
     ] {
         assert!(
             text.contains(&format!("{key} =")),
@@ -461,4 +462,27 @@ fn task_keys_are_checked() {
     );
     let e = error("[sandbox]\ntask_after_ms = 600001\n");
     assert!(e.contains("sandbox.task_after_ms"), "{e}");
+}
+
+/// Issue 21 item 5: `expose` takes "code" (the default), "direct" or tool
+/// globs; anything else is refused at its line with the key named.
+#[test]
+fn expose_is_code_direct_or_globs() {
+    let c = parse("[servers.a]\ncommand = \"x\"\n[servers.b]\ncommand = \"x\"\nexpose = \"direct\"\n[servers.c]\ncommand = \"x\"\nexpose = [\"get_*\"]\n[servers.d]\ncommand = \"x\"\nexpose = \"code\"\n").unwrap();
+    let by_name = |n: &str| c.servers.iter().find(|s| s.name == n).unwrap();
+    assert!(by_name("a").expose.is_none() && by_name("d").expose.is_none());
+    assert!(by_name("b").expose.matches("anything"));
+    assert!(
+        by_name("c").expose.matches("get_issue") && !by_name("c").expose.matches("delete_issue")
+    );
+    let e = error("[servers.a]\ncommand = \"x\"\nexpose = \"sometimes\"\n");
+    assert!(
+        e.contains(":3") && e.contains("servers.a.expose") && e.contains("\"direct\""),
+        "{e}"
+    );
+    let e = error("[servers.a]\ncommand = \"x\"\nexpose = [\"[\"]\n");
+    assert!(
+        e.contains("servers.a.expose") && e.contains("not a valid glob"),
+        "{e}"
+    );
 }

@@ -7,6 +7,7 @@ mod bypass_corpus;
 mod cli;
 mod config;
 mod config_props;
+mod direct;
 mod downstream_eras;
 mod dts;
 mod edit;

@@ -147,6 +147,37 @@ async fn the_clients_trace_reaches_downstream_calls_with_new_parent_spans() {
     s.close().await;
 }
 
+/// A tool that runs only as a 2025-11-25 task (`taskSupport: "required"`,
+/// called by quickforge with its own `tools/call` + `task` request) gets
+/// the trace context too. Reproduces: the task path sent no `traceparent`.
+#[tokio::test]
+async fn a_task_only_tool_gets_the_trace_context_too() {
+    use rmcp::model::{CallToolRequestParams, RequestMetaObject};
+    let dir = scratch("trace-task");
+    let record = dir.join("record.jsonl");
+    let config = crate::relay::relay_server("r", &record, "");
+    let s = connect(&write_config(&dir, &config)).await;
+    let trace = "5af7651916cd43dd8448eb211c80319d";
+    let mut meta = RequestMetaObject::new();
+    meta.0
+        .set_traceparent(format!("00-{trace}-b7ad6b7169203331-01"));
+    let mut args = serde_json::Map::new();
+    args.insert(
+        "code".into(),
+        r#"async () => forge.callTool("r", "slow_task", {ms: 50})"#.into(),
+    );
+    let mut params = CallToolRequestParams::new("execute").with_arguments(args);
+    params.meta = Some(meta);
+    let r = s.client.call_tool(params).await.unwrap();
+    assert_eq!(ok_value(&r), serde_json::json!({"slept": 50}));
+    let lines = crate::relay::recorded(&record, 1).await;
+    let tp = lines[0]["traceparent"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no traceparent on the task call: {}", lines[0]));
+    assert_eq!(tp.split('-').nth(1), Some(trace), "{tp}");
+    s.close().await;
+}
+
 /// With the `otel` feature and `[observability] otlp_endpoint`, the
 /// execution and call spans reach an OTLP/HTTP collector (a bare HTTP
 /// receiver here) in the client's trace, and the span id passed downstream

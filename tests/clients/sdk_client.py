@@ -11,6 +11,7 @@ list read from stdin, each one of:
   {"list": true}                          tools/list
   {"execute": CODE}                       execute with code
   {"execute": CODE, "stash_from": N}      ... and the stash handle step N returned
+  {"call": NAME, "args": {...}}           any tool (a direct tool) with arguments
 
 One JSON line per step is printed, with the negotiated protocol version.
 """
@@ -40,13 +41,17 @@ async def main(era: str, target: list[str], steps: list[dict]) -> None:
             if step.get("list"):
                 listed = await client.list_tools()
                 out["tools"] = [t.name for t in listed.tools]
+                out["listed"] = [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in listed.tools]
                 out["ttlMs"] = listed.ttl_ms
                 out["cacheScope"] = listed.cache_scope
             else:
-                args = {"code": step["execute"]}
+                if "call" in step:
+                    name, args = step["call"], step.get("args", {})
+                else:
+                    name, args = "execute", {"code": step["execute"]}
                 if "stash_from" in step:
                     args["stash"] = results[step["stash_from"]]["structuredContent"]["stash"]
-                r = await client.call_tool("execute", args)
+                r = await client.call_tool(name, args)
                 out["structuredContent"] = r.structured_content
                 out["isError"] = r.is_error
                 out["text"] = [c.text for c in r.content if c.type == "text"]

@@ -15,6 +15,10 @@
 //   progress {steps}     one notifications/progress per step (on the
 //                        caller's token), then returns
 //   log {levels}         one notifications/message per level, then returns
+//   slow_task {ms}       runs only as a 2025-11-25 task (taskSupport:
+//                        "required"): appends {"tool": "slow_task",
+//                        traceparent, tracestate} to the --record file when
+//                        the task is created, and completes after ms
 //
 // and a prompt `review {file}` (with completion of `file`), a resource
 // note://readme and a resource template note://{id} (with completion of
@@ -28,6 +32,7 @@ import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { randomUUID } from "node:crypto";
 import { McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { InMemoryTaskStore, InMemoryTaskMessageQueue } from "@modelcontextprotocol/sdk/experimental/tasks";
 import { completable } from "@modelcontextprotocol/sdk/server/completable.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -43,7 +48,32 @@ const text = (value) => ({ content: [{ type: "text", text: JSON.stringify(value)
 function makeServer() {
   const server = new McpServer(
     { name: "quickforge-relay-fixture", version: "1.0.0" },
-    { capabilities: { logging: {} } },
+    {
+      capabilities: { logging: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+      taskStore: new InMemoryTaskStore(),
+      taskMessageQueue: new InMemoryTaskMessageQueue(),
+    },
+  );
+
+  server.experimental.tasks.registerToolTask(
+    "slow_task",
+    {
+      description: "Wait ms milliseconds as a task (task augmentation required)",
+      inputSchema: { ms: z.number() },
+      execution: { taskSupport: "required" },
+    },
+    {
+      createTask: async ({ ms }, extra) => {
+        const task = await extra.taskStore.createTask({ ttl: 60000, pollInterval: 100 });
+        note({ tool: "slow_task", traceparent: extra._meta?.traceparent, tracestate: extra._meta?.tracestate });
+        setTimeout(() => {
+          extra.taskStore.storeTaskResult(task.taskId, "completed", text({ slept: ms })).catch(() => {});
+        }, ms);
+        return { task };
+      },
+      getTask: async (_args, extra) => extra.taskStore.getTask(extra.taskId),
+      getTaskResult: async (_args, extra) => extra.taskStore.getTaskResult(extra.taskId),
+    },
   );
 
   server.registerTool(
