@@ -59,6 +59,37 @@ async fn a_modern_only_and_a_legacy_only_server_are_both_reachable() {
     assert_eq!(value["legacy"], "Echo: hi", "{value:#}");
 }
 
+/// Weakness: a modern-only downstream was reached over stdio only. Here
+/// modern_only.py serves streamable HTTP through the Python SDK's
+/// single-exchange 2026-07-28 entry alone (a 2025 `initialize` POST is
+/// refused), and quickforge reaches it by URL: a plain result, and a task
+/// polled with `tasks/get` over HTTP to its result.
+#[tokio::test]
+async fn a_modern_only_server_over_streamable_http_is_reachable() {
+    let (_server, port) = crate::mcp::python_listening(
+        "modern_only.py",
+        &["--http".as_ref(), "0".as_ref()],
+        "modern: listening on",
+    )
+    .await;
+    let dir = scratch("eras-modern-http");
+    let config =
+        format!("[servers.modern]\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout_secs = 20\n");
+    let s = connect(&write_config(&dir, &config)).await;
+    let value = s
+        .execute_when_ready(
+            CALL_BOUND,
+            r#"async () => ({
+                plain: await forge.callTool("modern", "echo", { text: "over http" }),
+                task: await forge.callTool("modern", "slow_task", { ms: 300, text: "y" }),
+            })"#,
+        )
+        .await;
+    assert_eq!(value["plain"], "modern:over http", "{value:#}");
+    assert_eq!(value["task"], "task done:y", "{value:#}");
+    s.close().await;
+}
+
 /// Weakness: a `CreateTaskResult` (`resultType: "task"`) from a downstream
 /// ended in "unexpected result". Now the task is polled with `tasks/get`
 /// until it completes, and its result reaches the script like a plain one.

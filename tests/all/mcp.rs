@@ -319,11 +319,33 @@ pub async fn node_listening(
     args: &[&std::ffi::OsStr],
     prefix: &str,
 ) -> (tokio::process::Child, u16) {
-    use tokio::io::AsyncBufReadExt;
     install_servers();
-    let mut child = tokio::process::Command::new("node")
-        .arg(servers_dir().join(script))
-        .args(args)
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(servers_dir().join(script)).args(args);
+    listening(cmd, script, prefix).await
+}
+
+/// As [`node_listening`], for a Python test server run in the test venv.
+pub async fn python_listening(
+    script: &str,
+    args: &[&std::ffi::OsStr],
+    prefix: &str,
+) -> (tokio::process::Child, u16) {
+    install_servers();
+    let mut cmd = tokio::process::Command::new(servers_dir().join(".venv/bin/python"));
+    cmd.arg(servers_dir().join(script)).args(args);
+    listening(cmd, script, prefix).await
+}
+
+/// Starts `cmd` (test server `script`) and waits for the port it announces
+/// on stderr as `PREFIX PORT`.
+async fn listening(
+    mut cmd: tokio::process::Command,
+    script: &str,
+    prefix: &str,
+) -> (tokio::process::Child, u16) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true)

@@ -2,7 +2,9 @@
 
 It serves stdio through the SDK's modern per-request-envelope loop alone, so
 the 2025 `initialize` handshake is refused (UNSUPPORTED_PROTOCOL_VERSION):
-a client that only knows `initialize` cannot reach it. Its tools exercise the
+a client that only knows `initialize` cannot reach it. With `--http PORT` it
+serves streamable HTTP the same way, through the SDK's single-exchange
+2026-07-28 entry alone. Its tools exercise the
 result kinds a 2026-07-28 server may give to `tools/call`:
 
 - `echo`: a plain result.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from datetime import datetime, timezone
 from typing import Any
@@ -134,12 +137,52 @@ def _task_id(params: TaskParams) -> str:
     return params.task_id
 
 
-async def main() -> None:
+def build() -> Server:
     server = Server("modern-only", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool)
     server.add_request_handler("tasks/get", TaskParams, get_task)
     server.add_request_handler("tasks/cancel", TaskParams, cancel_task)
+    return server
+
+
+async def serve_stdio() -> None:
+    server = build()
     async with server.lifespan(server) as state, stdio_server() as (read, write):
         await _serve_modern_stream(server, read, write, lifespan_state=state, raise_exceptions=False)
+
+
+async def serve_http(port: int) -> None:
+    """Streamable HTTP at http://127.0.0.1:PORT/mcp through the SDK's
+    single-exchange 2026-07-28 entry alone (the one its session manager uses
+    for requests whose MCP-Protocol-Version header is modern), so a 2025
+    `initialize` POST is refused as on stdio. Announces
+    "modern: listening on PORT" on stderr (PORT 0: any free one)."""
+    import socket
+
+    import uvicorn
+    from mcp.server._streamable_http_modern import handle_modern_request
+
+    server = build()
+    async with server.lifespan(server) as state:
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and scope["path"] == "/mcp":
+                await handle_modern_request(server, None, False, state, scope, receive, send)
+            elif scope["type"] == "http":
+                await send({"type": "http.response.start", "status": 404, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", port))
+        print(f"modern: listening on {sock.getsockname()[1]}", file=sys.stderr, flush=True)
+        config = uvicorn.Config(app, log_level="warning", lifespan="off")
+        await uvicorn.Server(config).serve(sockets=[sock])
+
+
+async def main() -> None:
+    if "--http" in sys.argv:
+        await serve_http(int(sys.argv[sys.argv.index("--http") + 1]))
+    else:
+        await serve_stdio()
 
 
 if __name__ == "__main__":
