@@ -10,7 +10,8 @@
 //!   commit before a change), that binary measured the same way, so a change
 //!   to the call path shows as a ratio against its predecessor.
 //!
-//! Reports medians. Run: `./scripts/install-test-servers.sh && cargo bench
+//! Rounds of the three alternate, so load that comes and goes during the
+//! run weighs on each alike. Reports medians. Run: `./scripts/install-test-servers.sh && cargo bench
 //! --bench gateway` (the tests install the servers too).
 
 use std::path::{Path, PathBuf};
@@ -68,67 +69,104 @@ async fn call(client: &Client, tool: &str, arguments: serde_json::Value) -> Call
     result
 }
 
-/// Per-call median of direct calls.
-async fn direct() -> Duration {
-    let mut cmd = tokio::process::Command::new("node");
-    cmd.arg(fixture());
-    let (_child, client) = spawn(cmd).await;
-    for _ in 0..CALLS {
-        call(&client, "slow", json!({"ms": 0})).await;
-    }
-    let mut rounds = Vec::new();
-    for _ in 0..ROUNDS {
-        let t = Instant::now();
-        for _ in 0..CALLS {
-            call(&client, "slow", json!({"ms": 0})).await;
-        }
-        rounds.push(t.elapsed() / CALLS as u32);
-    }
-    median(rounds)
+/// The client calling the fixture server directly.
+struct Direct {
+    _child: tokio::process::Child,
+    client: Client,
 }
 
-/// `binary`'s trivial `execute` and per-call cost, medians.
-async fn through(binary: &Path, dir: &Path) -> (Duration, Duration) {
-    let config = dir.join("forge.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[sandbox]\nmax_tool_calls = {CALLS}\n\n[servers.f]\ncommand = \"node\"\nargs = [{:?}]\n",
-            fixture().to_string_lossy()
-        ),
-    )
-    .unwrap();
-    let mut cmd = tokio::process::Command::new(binary);
-    cmd.arg("serve")
-        .arg("--config")
-        .arg(&config)
-        .env("RUST_LOG", "error");
-    let (_child, client) = spawn(cmd).await;
-    let calls = format!(
-        "async () => {{ for (let i = 0; i < {CALLS}; i++) await forge.callTool('f', 'slow', {{ ms: 0 }}); return 1; }}"
-    );
-    let trivial = "async () => 1";
-    let execute = |code: String| {
-        let client = &client;
-        async move {
-            let t = Instant::now();
-            call(client, "execute", json!({"code": code})).await;
-            t.elapsed()
+impl Direct {
+    async fn start() -> Direct {
+        let mut cmd = tokio::process::Command::new("node");
+        cmd.arg(fixture());
+        let (_child, client) = spawn(cmd).await;
+        let direct = Direct { _child, client };
+        direct.round().await;
+        direct
+    }
+
+    /// One round: [`CALLS`] calls; the time per call.
+    async fn round(&self) -> Duration {
+        let t = Instant::now();
+        for _ in 0..CALLS {
+            call(&self.client, "slow", json!({"ms": 0})).await;
         }
-    };
-    // Warm up: the server connected, the instance pool and caches warm.
-    for _ in 0..5 {
-        execute(calls.clone()).await;
-        execute(trivial.into()).await;
+        t.elapsed() / CALLS as u32
     }
-    let (mut with_calls, mut bare) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        with_calls.push(execute(calls.clone()).await);
-        bare.push(execute(trivial.into()).await);
+}
+
+/// A quickforge binary serving the fixture server, and the samples taken
+/// of it.
+struct Gateway {
+    _child: tokio::process::Child,
+    _dir: tempfile::TempDir,
+    client: Client,
+    with_calls: Vec<Duration>,
+    bare: Vec<Duration>,
+}
+
+const TRIVIAL: &str = "async () => 1";
+
+fn calls_script() -> String {
+    format!(
+        "async () => {{ for (let i = 0; i < {CALLS}; i++) await forge.callTool('f', 'slow', {{ ms: 0 }}); return 1; }}"
+    )
+}
+
+impl Gateway {
+    async fn start(binary: &Path) -> Gateway {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("forge.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[sandbox]\nmax_tool_calls = {CALLS}\n\n[servers.f]\ncommand = \"node\"\nargs = [{:?}]\n",
+                fixture().to_string_lossy()
+            ),
+        )
+        .unwrap();
+        let mut cmd = tokio::process::Command::new(binary);
+        cmd.arg("serve")
+            .arg("--config")
+            .arg(&config)
+            .env("RUST_LOG", "error");
+        let (_child, client) = spawn(cmd).await;
+        let mut gateway = Gateway {
+            _child,
+            _dir: dir,
+            client,
+            with_calls: Vec::new(),
+            bare: Vec::new(),
+        };
+        // Warm up: the server connected, the instance pool and caches warm.
+        for _ in 0..5 {
+            gateway.round().await;
+        }
+        gateway.with_calls.clear();
+        gateway.bare.clear();
+        gateway
     }
-    let bare = median(bare);
-    let per_call = median(with_calls).saturating_sub(bare) / CALLS as u32;
-    (bare, per_call)
+
+    async fn execute(&self, code: &str) -> Duration {
+        let t = Instant::now();
+        call(&self.client, "execute", json!({"code": code})).await;
+        t.elapsed()
+    }
+
+    /// One round: an `execute` of [`CALLS`] calls, then a trivial one.
+    async fn round(&mut self) {
+        let with_calls = self.execute(&calls_script()).await;
+        let bare = self.execute(TRIVIAL).await;
+        self.with_calls.push(with_calls);
+        self.bare.push(bare);
+    }
+
+    /// The trivial `execute` and the per-call cost, medians.
+    fn medians(&self) -> (Duration, Duration) {
+        let bare = median(self.bare.clone());
+        let per_call = median(self.with_calls.clone()).saturating_sub(bare) / CALLS as u32;
+        (bare, per_call)
+    }
 }
 
 fn main() {
@@ -137,10 +175,26 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let dir = tempfile::tempdir().unwrap();
         let ours = PathBuf::from(env!("CARGO_BIN_EXE_quickforge"));
-        let direct = direct().await;
-        let (bare, per_call) = through(&ours, dir.path()).await;
+        let baseline = std::env::var_os("QUICKFORGE_BASELINE").map(PathBuf::from);
+        let direct = Direct::start().await;
+        let mut this = Gateway::start(&ours).await;
+        let mut other = match &baseline {
+            Some(b) => Some(Gateway::start(b).await),
+            None => None,
+        };
+        // Rounds alternate between the three, so a machine that gets busier
+        // or quieter during the run moves them all alike.
+        let mut direct_rounds = Vec::new();
+        for _ in 0..ROUNDS {
+            direct_rounds.push(direct.round().await);
+            this.round().await;
+            if let Some(other) = &mut other {
+                other.round().await;
+            }
+        }
+        let direct = median(direct_rounds);
+        let (bare, per_call) = this.medians();
         println!("| what | median | baseline (median) | ratio |");
         println!("| --- | --- | --- | --- |");
         println!(
@@ -150,9 +204,8 @@ fn main() {
             per_call.as_secs_f64() / direct.as_secs_f64()
         );
         println!("| trivial `execute` round trip through the binary | {} | — | — |", micros(bare));
-        if let Some(baseline) = std::env::var_os("QUICKFORGE_BASELINE") {
-            let other = tempfile::tempdir().unwrap();
-            let (old_bare, old_per_call) = through(Path::new(&baseline), other.path()).await;
+        if let Some(other) = &other {
+            let (old_bare, old_per_call) = other.medians();
             println!(
                 "| per call, this build vs QUICKFORGE_BASELINE | {} | {} | {:.2}× |",
                 micros(per_call),
