@@ -9,6 +9,7 @@ mod config;
 mod config_props;
 mod downstream_eras;
 mod dts;
+mod edge;
 mod edit;
 mod eras;
 mod faults;

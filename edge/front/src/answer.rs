@@ -21,11 +21,11 @@ pub fn result(outcome: Result<Outcome, ScriptError>, report: &Report) -> Value {
         }
         Err(e) => {
             let forge = e.forge.as_ref().map(forge_json);
-            let kind = match (&e.kind, e.forge.as_ref().map(|f| &f.code)) {
-                (_, Some(Code::Known(c))) if code_text(&format!("{c:?}")) == "TOOL_CALL_BUDGET" => {
-                    "tool_call_budget".to_string()
-                }
-                (k, _) => kind_text(k),
+            // As natively: a script that died of the call budget's
+            // ForgeError failed as `tool_call_budget`, not as `thrown`.
+            let kind = match e.forge.as_ref().map(|f| code_of(&f.code)) {
+                Some(code) if code == "TOOL_CALL_BUDGET" => "tool_call_budget".to_string(),
+                _ => kind_text(&e.kind),
             };
             let mut line = format!("{kind}: {}", e.message);
             if let Some(f) = &e.forge {

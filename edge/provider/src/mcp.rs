@@ -16,13 +16,17 @@ use crate::http::Reply;
 /// gateway's rmcp speaks with session-based servers).
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 
-/// The JSON-RPC id of the one request each exchange carries.
-const ID: u64 = 1;
+/// The JSON-RPC id of `initialize`. Every other request carries its call's
+/// id: ids must be unique within a session, because a server routes each
+/// response to the stream of the request with that id (the TypeScript SDK
+/// sends a response to the newest stream with its id, so five concurrent
+/// calls sharing an id get one answer between them).
+const INITIALIZE_ID: u64 = 0;
 
 /// `initialize`.
 pub fn initialize() -> Vec<u8> {
     json!({
-        "jsonrpc": "2.0", "id": ID, "method": "initialize",
+        "jsonrpc": "2.0", "id": INITIALIZE_ID, "method": "initialize",
         "params": {
             "protocolVersion": PROTOCOL_VERSION,
             "capabilities": {},
@@ -40,9 +44,9 @@ pub fn initialized() -> Vec<u8> {
         .into_bytes()
 }
 
-/// A request with `method` and `params`.
-pub fn request(method: &str, params: Value) -> Vec<u8> {
-    json!({"jsonrpc": "2.0", "id": ID, "method": method, "params": params})
+/// Request `id` (unique in its session, never 0) with `method` and `params`.
+pub fn request(id: u32, method: &str, params: Value) -> Vec<u8> {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
         .to_string()
         .into_bytes()
 }
@@ -59,15 +63,17 @@ pub enum Answer {
     Broken(String),
 }
 
-/// The JSON-RPC response in `reply` (JSON or SSE).
-pub fn answer(reply: &Reply, had_session: bool) -> Answer {
+/// The JSON-RPC response to request `id` (`None`: `initialize`) in
+/// `reply` (JSON or SSE).
+pub fn answer(reply: &Reply, id: Option<u32>, had_session: bool) -> Answer {
+    let id = id.map_or(INITIALIZE_ID, u64::from);
     if reply.status == 404 && had_session {
         return Answer::SessionGone;
     }
     if !(200..300).contains(&reply.status) {
         return Answer::Broken(format!("the server answered HTTP {}", reply.status));
     }
-    let text = String::from_utf8_lossy(&reply.body);
+    let text = String::from_utf8_lossy(&reply.body).replace("\r\n", "\n");
     let messages: Vec<Value> = if reply.content_type.starts_with("text/event-stream") {
         sse_data(&text)
             .filter_map(|d| serde_json::from_str(&d).ok())
@@ -83,7 +89,7 @@ pub fn answer(reply: &Reply, had_session: bool) -> Answer {
     };
     let Some(mut response) = messages
         .into_iter()
-        .find(|m| m.get("id").and_then(Value::as_u64) == Some(ID))
+        .find(|m| m.get("id").and_then(Value::as_u64) == Some(id))
     else {
         return Answer::Broken("the server sent no response".into());
     };

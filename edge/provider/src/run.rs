@@ -210,7 +210,7 @@ impl Run {
     }
 
     fn send(&mut self, server: String, call: Queued, session: Option<String>) {
-        let body = mcp::request(call.method, call.params.clone());
+        let body = mcp::request(call.id, call.method, call.params.clone());
         let had_session = session.is_some();
         self.post(
             Purpose::Call {
@@ -248,7 +248,7 @@ impl Run {
     fn finished(&mut self, purpose: Purpose, reply: Result<crate::http::Reply, String>) {
         match purpose {
             Purpose::Initialize { server } => {
-                let answer = reply.map(|r| (mcp::answer(&r, false), r.session));
+                let answer = reply.map(|r| (mcp::answer(&r, None, false), r.session));
                 match answer {
                     Ok((Answer::Result(_), session)) => {
                         let body = mcp::initialized();
@@ -290,7 +290,7 @@ impl Run {
                     )
                     .into()),
                     Err(why) => Err(unavailable(&server, &why)),
-                    Ok(reply) => match mcp::answer(&reply, had_session) {
+                    Ok(reply) => match mcp::answer(&reply, Some(call.id), had_session) {
                         Answer::SessionGone if !call.retried => {
                             // The server forgot the session (restarted, expired):
                             // connect again and send the call once more.
