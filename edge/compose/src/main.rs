@@ -25,7 +25,15 @@ mod digest;
 
 /// The guest's interfaces the provider exports, in the order the guest
 /// imports them.
-const SANDBOX: &[&str] = &["types", "calls", "tools", "resources", "stash", "manifest", "logging"];
+const SANDBOX: &[&str] = &[
+    "types",
+    "calls",
+    "tools",
+    "resources",
+    "stash",
+    "manifest",
+    "logging",
+];
 /// The version of the `quickforge:sandbox` WIT package.
 const SANDBOX_VERSION: &str = "0.1.0";
 /// The root-level types the guest's and front's `run` use. wac does not
@@ -72,7 +80,9 @@ fn build(root: &Path) -> Result<()> {
         .status()
         .context("running cargo")?;
     if !status.success() {
-        bail!("building the edge crates for wasm32-wasip2 failed (is the target installed? `rustup target add wasm32-wasip2`)");
+        bail!(
+            "building the edge crates for wasm32-wasip2 failed (is the target installed? `rustup target add wasm32-wasip2`)"
+        );
     }
     let built = target.join("wasm32-wasip2/release");
     let bytes = compose(
@@ -97,7 +107,9 @@ fn check(root: &Path) -> Result<()> {
     let recorded = std::fs::read_to_string(root.join(digest::DIST_DIGEST)).unwrap_or_default();
     let current = digest::digest(root, &digest::edge_sources(root));
     if recorded.trim() != current {
-        bail!("edge/dist/ is stale: rebuild it with `cargo run --manifest-path edge/Cargo.toml -p quickforge-edge-compose`");
+        bail!(
+            "edge/dist/ is stale: rebuild it with `cargo run --manifest-path edge/Cargo.toml -p quickforge-edge-compose`"
+        );
     }
     eprintln!("edge/dist/ is current");
     Ok(())

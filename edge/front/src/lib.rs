@@ -159,7 +159,12 @@ fn call(params: &Value) -> Result<Value, (i64, String)> {
     let mode = match params.get("name").and_then(Value::as_str) {
         Some("search") => Mode::Search,
         Some("execute") => Mode::Execute,
-        other => return Err((-32602, format!("unknown tool {other:?}: use search or execute"))),
+        other => {
+            return Err((
+                -32602,
+                format!("unknown tool {other:?}: use search or execute"),
+            ));
+        }
     };
     let Some(code) = params
         .get("arguments")
@@ -172,7 +177,10 @@ fn call(params: &Value) -> Result<Value, (i64, String)> {
     if code.len() > max {
         return Ok(answer::failure(
             "code_too_large",
-            &format!("the code is {} bytes, over the {max}-byte limit", code.len()),
+            &format!(
+                "the code is {} bytes, over the {max}-byte limit",
+                code.len()
+            ),
         ));
     }
     if RAN.replace(true) {

@@ -152,7 +152,8 @@ impl<'a> Catalog<'a> {
                     terms
                         .iter()
                         .map(|term| {
-                            let hit = |ws: &[String]| ws.iter().any(|w| w.starts_with(term.as_str()));
+                            let hit =
+                                |ws: &[String]| ws.iter().any(|w| w.starts_with(term.as_str()));
                             if hit(&name_words) {
                                 10
                             } else if hit(&server_words) {

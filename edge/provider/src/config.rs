@@ -60,7 +60,11 @@ impl Url {
         Ok(Url {
             https,
             authority: authority.to_ascii_lowercase(),
-            path: if path.is_empty() { "/".into() } else { path.into() },
+            path: if path.is_empty() {
+                "/".into()
+            } else {
+                path.into()
+            },
         })
     }
 
@@ -127,7 +131,9 @@ impl Config {
                         }
                     }
                 }
-                Err(e) => problems.push(format!("QUICKFORGE_EDGE_SERVERS is not a JSON object: {e}")),
+                Err(e) => {
+                    problems.push(format!("QUICKFORGE_EDGE_SERVERS is not a JSON object: {e}"))
+                }
             }
         }
         let manifest = match env.get("QUICKFORGE_EDGE_MANIFEST") {
@@ -153,22 +159,32 @@ impl Config {
             }),
         };
         Config {
-            max_calls: number("QUICKFORGE_EDGE_MAX_CALLS", DEFAULT_MAX_CALLS.into(), &mut problems)
-                .min(u32::MAX.into()) as u32,
+            max_calls: number(
+                "QUICKFORGE_EDGE_MAX_CALLS",
+                DEFAULT_MAX_CALLS.into(),
+                &mut problems,
+            )
+            .min(u32::MAX.into()) as u32,
             call_timeout_ns: number(
                 "QUICKFORGE_EDGE_CALL_TIMEOUT_MS",
                 DEFAULT_CALL_TIMEOUT_MS,
                 &mut problems,
             )
             .saturating_mul(1_000_000),
-            max_args: number("QUICKFORGE_EDGE_MAX_ARGS_BYTES", DEFAULT_MAX_ARGS as u64, &mut problems)
-                as usize,
+            max_args: number(
+                "QUICKFORGE_EDGE_MAX_ARGS_BYTES",
+                DEFAULT_MAX_ARGS as u64,
+                &mut problems,
+            ) as usize,
             max_response: number(
                 "QUICKFORGE_EDGE_MAX_RESPONSE_BYTES",
                 DEFAULT_MAX_RESPONSE as u64,
                 &mut problems,
             ) as usize,
-            token: env.get("QUICKFORGE_EDGE_TOKEN").filter(|t| !t.is_empty()).cloned(),
+            token: env
+                .get("QUICKFORGE_EDGE_TOKEN")
+                .filter(|t| !t.is_empty())
+                .cloned(),
             servers,
             manifest,
             allow,

@@ -204,5 +204,8 @@ impl Exchange {
 /// A short name for a `wasi:http` error code, without any address in it.
 fn code(e: &crate::bindings::wasi::http::types::ErrorCode) -> String {
     let text = format!("{e:?}");
-    text.split(['(', ' ', '{']).next().unwrap_or("error").to_string()
+    text.split(['(', ' ', '{'])
+        .next()
+        .unwrap_or("error")
+        .to_string()
 }

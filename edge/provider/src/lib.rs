@@ -243,7 +243,9 @@ impl control::Guest for Provider {
     fn begin(mode: Mode) -> Result<RunOptions, String> {
         with(|r| {
             if r.mode.is_some() {
-                return Err("this instance already ran a script; a run needs a fresh instance".into());
+                return Err(
+                    "this instance already ran a script; a run needs a fresh instance".into(),
+                );
             }
             r.mode = Some(mode);
             Ok(RunOptions {

@@ -12,9 +12,7 @@ use serde_json::Value;
 
 use crate::bindings::exports::quickforge::edge::control::{LogLine, Report};
 use crate::bindings::exports::quickforge::sandbox::calls::Completion;
-use crate::bindings::exports::quickforge::sandbox::types::{
-    ForgeError as Wit, LogLevel, Mode,
-};
+use crate::bindings::exports::quickforge::sandbox::types::{ForgeError as Wit, LogLevel, Mode};
 use crate::bindings::wasi::clocks::monotonic_clock;
 use crate::bindings::wasi::io::poll;
 use crate::config::Config;
@@ -54,9 +52,18 @@ struct Queued {
 
 /// What an exchange in flight is for.
 enum Purpose {
-    Initialize { server: String },
-    Initialized { server: String, session: Option<String> },
-    Call { server: String, call: Queued, had_session: bool },
+    Initialize {
+        server: String,
+    },
+    Initialized {
+        server: String,
+        session: Option<String>,
+    },
+    Call {
+        server: String,
+        call: Queued,
+        had_session: bool,
+    },
 }
 
 struct Op {
@@ -270,7 +277,10 @@ impl Run {
                 }
             }
             Purpose::Initialized { server, session } => {
-                let queued = match self.sessions.insert(server.clone(), Session::Ready(session.clone())) {
+                let queued = match self
+                    .sessions
+                    .insert(server.clone(), Session::Ready(session.clone()))
+                {
                     Some(Session::Connecting(queue)) => queue,
                     _ => Vec::new(),
                 };
@@ -302,13 +312,18 @@ impl Run {
                             self.dispatch(server, call);
                             return;
                         }
-                        Answer::SessionGone => Err(unavailable(&server, "the server lost the session twice")),
+                        Answer::SessionGone => {
+                            Err(unavailable(&server, "the server lost the session twice"))
+                        }
                         Answer::Error(message) => Err(ForgeError::new(
                             ErrorCode::DownstreamError,
                             format!(
                                 "{server}.{} failed: {}",
                                 call.tool,
-                                crate::redact::redact_clip(&message, crate::convert::MAX_ERROR_TEXT)
+                                crate::redact::redact_clip(
+                                    &message,
+                                    crate::convert::MAX_ERROR_TEXT
+                                )
                             ),
                         )
                         .into()),
@@ -482,8 +497,9 @@ impl Run {
         }
         for (server, session) in &mut self.sessions {
             if let Session::Connecting(queue) = session {
-                let (due, kept): (Vec<_>, Vec<_>) =
-                    std::mem::take(queue).into_iter().partition(|c| c.deadline <= now);
+                let (due, kept): (Vec<_>, Vec<_>) = std::mem::take(queue)
+                    .into_iter()
+                    .partition(|c| c.deadline <= now);
                 *queue = kept;
                 for call in due {
                     self.ready.push_back(timeout(server, &call, ms));
