@@ -68,6 +68,15 @@ impl Url {
         })
     }
 
+    /// Whether the host is this machine (`localhost`, `127.x.y.z`, `[::1]`).
+    pub fn is_loopback(&self) -> bool {
+        let host = match self.authority.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(""),
+            None => self.authority.split(':').next().unwrap_or(""),
+        };
+        host == "localhost" || host == "::1" || host.starts_with("127.")
+    }
+
     /// `scheme://authority`, the unit of the egress allowlist.
     pub fn origin(&self) -> String {
         let scheme = if self.https { "https" } else { "http" };
@@ -210,8 +219,15 @@ fn server(spec: &Value) -> Result<Server, String> {
             .collect::<Result<_, _>>()?,
         Some(_) => return Err("\"headers\" is not an object".into()),
     };
-    Ok(Server {
-        url: Url::parse(url)?,
-        headers,
-    })
+    let url = Url::parse(url)?;
+    // As natively (host/config/servers.rs): credentials never travel in
+    // clear text except to this machine. Every header here is there to
+    // carry credentials, so any header counts.
+    if !url.https && !url.is_loopback() && !headers.is_empty() {
+        return Err(format!(
+            "its headers would travel in clear text to {}; use an https:// URL (or a loopback address)",
+            url.authority
+        ));
+    }
+    Ok(Server { url, headers })
 }
