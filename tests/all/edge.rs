@@ -23,7 +23,10 @@ use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use crate::mcp::{node_listening, quickforge_cmd, scratch, write_config};
+use crate::mcp::{
+    CALL_BOUND, install_servers, node_listening, python_client, quickforge_cmd, scratch,
+    servers_dir, write_config,
+};
 
 /// The component under test: exactly the committed file.
 const EDGE: &str = concat!(
@@ -100,20 +103,26 @@ async fn serve(env: Vec<(String, String)>) -> String {
     format!("http://{addr}/mcp")
 }
 
-/// One request in a fresh instance, as `wasmtime serve` runs it.
-async fn handle(
-    pre: ProxyPre<Request>,
-    env: &[(String, String)],
-    req: hyper::Request<hyper::body::Incoming>,
-) -> Result<hyper::Response<HyperOutgoingBody>, String> {
-    let mut store = Store::new(
+/// A store for one request, with `env` as the runtime's configuration and
+/// no other capability.
+fn new_store(pre: &ProxyPre<Request>, env: &[(String, String)]) -> Store<Request> {
+    Store::new(
         pre.engine(),
         Request {
             table: ResourceTable::new(),
             wasi: WasiCtx::builder().envs(env).inherit_stderr().build(),
             http: WasiHttpCtx::new(),
         },
-    );
+    )
+}
+
+/// One request in a fresh instance, as `wasmtime serve` runs it.
+async fn handle(
+    pre: ProxyPre<Request>,
+    env: &[(String, String)],
+    req: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Response<HyperOutgoingBody>, String> {
+    let mut store = new_store(&pre, env);
     let (sender, receiver) = tokio::sync::oneshot::channel();
     let req = store
         .data_mut()
@@ -483,14 +492,7 @@ async fn edge_checks_the_bearer_token_when_configured() {
 async fn edge_refuses_a_second_run_in_a_reused_instance() {
     use http_body_util::BodyExt;
     let pre = proxy().clone();
-    let mut store = Store::new(
-        pre.engine(),
-        Request {
-            table: ResourceTable::new(),
-            wasi: WasiCtx::builder().inherit_stderr().build(),
-            http: WasiHttpCtx::new(),
-        },
-    );
+    let mut store = new_store(&pre, &[]);
     let instance = pre.instantiate_async(&mut store).await.unwrap();
     let mut answers = Vec::new();
     for _ in 0..2 {
@@ -499,11 +501,21 @@ async fn edge_refuses_a_second_run_in_a_reused_instance() {
             "arguments": {"code": "async () => { globalThis.n = (globalThis.n || 0) + 1; return globalThis.n; }"}}});
         let req = hyper::Request::post("http://localhost/mcp")
             .header("content-type", "application/json")
-            .body(http_body_util::Full::new(bytes::Bytes::from(body.to_string())))
+            .body(http_body_util::Full::new(bytes::Bytes::from(
+                body.to_string(),
+            )))
             .unwrap();
         let (sender, receiver) = tokio::sync::oneshot::channel();
-        let req = store.data_mut().http().new_incoming_request(Scheme::Http, req).unwrap();
-        let out = store.data_mut().http().new_response_outparam(sender).unwrap();
+        let req = store
+            .data_mut()
+            .http()
+            .new_incoming_request(Scheme::Http, req)
+            .unwrap();
+        let out = store
+            .data_mut()
+            .http()
+            .new_response_outparam(sender)
+            .unwrap();
         instance
             .wasi_http_incoming_handler()
             .call_handle(&mut store, req, out)
@@ -513,11 +525,139 @@ async fn edge_refuses_a_second_run_in_a_reused_instance() {
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
         answers.push(serde_json::from_slice::<Value>(&bytes).unwrap());
     }
-    assert_eq!(answers[0]["result"]["structuredContent"]["result"], json!(1), "{:#}", answers[0]);
+    assert_eq!(
+        answers[0]["result"]["structuredContent"]["result"],
+        json!(1),
+        "{:#}",
+        answers[0]
+    );
     assert!(
-        answers[1]["error"]["message"].as_str().unwrap().contains("fresh instance"),
+        answers[1]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("fresh instance"),
         "{:#}",
         answers[1]
     );
     assert!(answers[1].get("result").is_none(), "{:#}", answers[1]);
+}
+
+/// Issue 22 item 5: the official Python SDK (a client quickforge did not
+/// write) drives the same component: `tools/list` and an `execute` that
+/// reaches the downstream server.
+#[tokio::test]
+async fn edge_serves_the_python_sdk() {
+    let (_fixture, url, manifest) = fixture_and_manifest("edge-python").await;
+    let edge = serve(env_for(&url, &manifest, &[])).await;
+    let steps = json!([
+        {"list": true},
+        {"execute": "async () => (await forge.callTool(\"fixture\", \"slow\", {ms: 5})).slept"}
+    ]);
+    let lines = python_client(
+        "sdk_client.py",
+        &["2025-11-25".as_ref(), edge.as_ref()],
+        &steps,
+        CALL_BOUND,
+    )
+    .await;
+    assert_eq!(
+        lines[0]["tools"],
+        json!(["search", "execute"]),
+        "{lines:#?}"
+    );
+    assert_eq!(lines[1]["isError"], json!(false), "{lines:#?}");
+    assert_eq!(
+        lines[1]["structuredContent"]["result"],
+        json!(5),
+        "{lines:#?}"
+    );
+}
+
+/// Issue 22 item 5: the same `.wasm` under Node through `jco serve` (npm,
+/// pinned in tests/servers/package.json), one fresh instance per request,
+/// configured through the process environment, no hand glue: search,
+/// execute against the fixture, a fresh global per request, and
+/// `Promise.all` overlapping (under jco's `wasi:http` the five 300 ms calls
+/// take 350–600 ms on a loaded 2-core machine, against 1.5 s in sequence).
+#[tokio::test]
+async fn edge_component_runs_under_node_through_jco() {
+    let (_fixture, url, manifest) = fixture_and_manifest("edge-jco").await;
+    install_servers();
+    let jco = servers_dir().join("node_modules/@bytecodealliance/jco/dist/jco.js");
+    // jco serve takes a port, not 0: borrow a free one from the system.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // jco serve runs the component in a child process of its own: start it
+    // in a process group, and end the whole group when the test ends.
+    let child = tokio::process::Command::new("node")
+        .arg(&jco)
+        .args([
+            "serve",
+            "--isolate-requests",
+            "instance",
+            "--host",
+            "127.0.0.1",
+            "--port",
+        ])
+        .arg(port.to_string())
+        .arg(EDGE)
+        .envs(env_for(&url, &manifest, &[]))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let _group = Group(child.id().unwrap() as i32);
+    // It transpiles the component first (seconds): wait until it accepts.
+    tokio::time::timeout(Duration::from_secs(180), async {
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("jco serve listens in time");
+    let edge = format!("http://127.0.0.1:{port}/mcp");
+    let client = connect(&edge, None).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 2);
+    let hits = ok(&client, "search", r#"async () => manifest.search("delay")"#).await;
+    assert_eq!(hits[0]["tool"], "slow", "{hits:#}");
+    let code =
+        r#"async () => { globalThis.seen = (globalThis.seen || 0) + 1; return globalThis.seen; }"#;
+    assert_eq!(ok(&client, "execute", code).await, json!(1));
+    assert_eq!(ok(&client, "execute", code).await, json!(1));
+    let v = ok(
+        &client,
+        "execute",
+        r#"async () => {
+            const t = Date.now();
+            const r = await Promise.all([1, 2, 3, 4, 5].map(() => forge.callTool("fixture", "slow", {ms: 300})));
+            return {ms: Date.now() - t, slept: r.map((x) => x.slept)};
+        }"#,
+    )
+    .await;
+    eprintln!("edge under jco: Promise.all of five 300 ms calls: {v}");
+    assert_eq!(v["slept"], json!([300, 300, 300, 300, 300]));
+    assert!(v["ms"].as_u64().unwrap() < 1200, "the calls overlap: {v}");
+    client.cancel().await.unwrap();
+}
+
+/// Ends a process group when dropped (jco serve and the worker it starts).
+struct Group(i32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) with a negative pid signals that process group;
+        // the group is the one this test started.
+        unsafe {
+            libc::kill(-self.0, libc::SIGTERM);
+        }
+    }
 }
