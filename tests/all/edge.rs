@@ -402,7 +402,8 @@ async fn edge_refuses_a_server_outside_the_allowlist() {
 
 /// Issue 22 item 2: limits from the runtime's configuration: the call
 /// budget (`TOOL_CALL_BUDGET`), the per-call deadline (`TIMEOUT` for a
-/// tool that never answers, and the next request served), and a downstream
+/// tool that never answers, and the next request served), the argument and
+/// response caps (`ARGS_TOO_LARGE`, `RESPONSE_TOO_LARGE`), and a downstream
 /// session the server forgot (HTTP 404) initialized again.
 #[tokio::test]
 async fn edge_enforces_budget_and_deadline_and_reinitializes() {
@@ -413,6 +414,8 @@ async fn edge_enforces_budget_and_deadline_and_reinitializes() {
         &[
             ("QUICKFORGE_EDGE_MAX_CALLS", "3"),
             ("QUICKFORGE_EDGE_CALL_TIMEOUT_MS", "500"),
+            ("QUICKFORGE_EDGE_MAX_ARGS_BYTES", "200"),
+            ("QUICKFORGE_EDGE_MAX_RESPONSE_BYTES", "4000"),
         ],
     ))
     .await;
@@ -440,6 +443,21 @@ async fn edge_enforces_budget_and_deadline_and_reinitializes() {
         "{:?}",
         started.elapsed()
     );
+
+    for (code, expected) in [
+        (
+            r#"async () => forge.callTool("fixture", "slow", {ms: 1, pad: "x".repeat(300)})"#,
+            "ARGS_TOO_LARGE",
+        ),
+        (
+            r#"async () => forge.callTool("fixture", "big", {mb: 0.01})"#,
+            "RESPONSE_TOO_LARGE",
+        ),
+    ] {
+        let (err, is_error) = run(&client, "execute", code).await;
+        assert!(is_error, "{err:#}");
+        assert_eq!(err["error"]["forge"]["code"], expected, "{err:#}");
+    }
 
     let v = ok(
         &client,
