@@ -14,7 +14,9 @@
 //!   present (how CI proves a Rust-only machine can build quickforge).
 //! - `QUICKFORGE_UPDATE_DIST=1` copies a freshly built guest into `guest/dist/`
 //!   with its digest (run it after changing `guest/` or `wit/`).
-//! - `QUICKFORGE_CHECK_DIST=1` fails the build if `guest/dist/` is stale.
+//! - `QUICKFORGE_CHECK_DIST=1` fails the build if `guest/dist/` or
+//!   `edge/dist/` (the composed edge component, built by `edge/compose`)
+//!   is stale.
 
 use std::env;
 use std::fs;
@@ -22,6 +24,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use sha2::{Digest, Sha256};
+
+/// The edge dist's inputs and digest, shared with the tool that writes it.
+#[path = "edge/compose/src/digest.rs"]
+#[allow(dead_code)]
+mod edge_digest;
 
 const TARGET: &str = "wasm32-wasip2";
 const DIST_WASM: &str = "guest/dist/quickforge_guest.wasm";
@@ -46,7 +53,7 @@ fn main() {
         println!("cargo:rerun-if-changed={}", path.display());
     }
     println!("cargo:rerun-if-changed=guest/src");
-    println!("cargo:rerun-if-changed=wit");
+    println!("cargo:rerun-if-changed=wit/sandbox.wit");
     println!("cargo:rerun-if-changed={DIST_WASM}");
     println!("cargo:rerun-if-changed={DIST_DIGEST}");
 
@@ -63,6 +70,10 @@ fn main() {
             ),
             "rebuild it with `QUICKFORGE_UPDATE_DIST=1 cargo build --release` and commit guest/dist/",
         );
+    }
+
+    if env::var("QUICKFORGE_CHECK_DIST").as_deref() == Ok("1") {
+        check_edge_dist(&root);
     }
 
     let toolchain = if force_dist {
@@ -232,7 +243,9 @@ fn guest_sources(root: &Path) -> Vec<PathBuf> {
         root.join("guest/.cargo/config.toml"),
     ];
     collect(&root.join("guest/src"), &mut files);
-    collect(&root.join("wit"), &mut files);
+    // Only the guest's own WIT: wit/edge/ is the edge components' (see
+    // edge_digest), and does not change the guest.
+    files.push(root.join("wit/sandbox.wit"));
     files.retain(|f| f.is_file());
     files.sort();
     files
@@ -270,6 +283,26 @@ fn source_digest(root: &Path, files: &[PathBuf]) -> String {
         hasher.update(content.as_bytes());
     }
     hex::encode(hasher.finalize())
+}
+
+/// Fails the build when `edge/dist/SOURCE_DIGEST` does not match the edge's
+/// sources (`QUICKFORGE_CHECK_DIST=1`, as CI runs it).
+fn check_edge_dist(root: &Path) {
+    let sources = edge_digest::edge_sources(root);
+    for path in &sources {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
+    let recorded = fs::read_to_string(root.join(edge_digest::DIST_DIGEST)).unwrap_or_default();
+    let digest = edge_digest::digest(root, &sources);
+    if recorded.trim() != digest {
+        fail(
+            &format!(
+                "edge/dist/ is stale: its SOURCE_DIGEST is {:?} but its sources now hash to {digest}",
+                recorded.trim()
+            ),
+            "rebuild it with `cargo run --manifest-path edge/Cargo.toml -p quickforge-edge-compose` and commit edge/dist/",
+        );
+    }
 }
 
 fn fail(error: &str, help: &str) -> ! {

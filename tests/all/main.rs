@@ -10,6 +10,7 @@ mod config_props;
 mod direct;
 mod downstream_eras;
 mod dts;
+mod edge;
 mod edit;
 mod eras;
 mod faults;

@@ -1,0 +1,187 @@
+//! Builds quickforge's edge component: the provider and front crates for
+//! `wasm32-wasip2`, composed with the committed guest
+//! (`guest/dist/quickforge_guest.wasm`) as provider → guest → front into
+//! one `wasi:http` component, written to `edge/dist/` with its source
+//! digest.
+//!
+//! ```text
+//! cargo run --manifest-path edge/Cargo.toml -p quickforge-edge-compose            # build, compose, write edge/dist/
+//! cargo run --manifest-path edge/Cargo.toml -p quickforge-edge-compose -- check   # is edge/dist/ current?
+//! cargo run --manifest-path edge/Cargo.toml -p quickforge-edge-compose -- inspect FILE.wasm
+//! ```
+//!
+//! wac-graph as a library rather than the `wac` CLI: one `cargo run` with
+//! no other tool to install, and the wiring below is checked by the same
+//! type checker `wac compose` uses.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use wac_graph::types::Package;
+use wac_graph::{CompositionGraph, EncodeOptions, NodeId};
+
+mod digest;
+
+/// The guest's interfaces the provider exports, in the order the guest
+/// imports them.
+const SANDBOX: &[&str] = &[
+    "types",
+    "calls",
+    "tools",
+    "resources",
+    "stash",
+    "manifest",
+    "logging",
+];
+/// The version of the `quickforge:sandbox` WIT package.
+const SANDBOX_VERSION: &str = "0.1.0";
+/// The root-level types the guest's and front's `run` use. wac does not
+/// infer these from the interfaces; they are passed explicitly.
+const RUN_TYPES: &[&str] = &["run-options", "outcome", "script-error"];
+/// The front's export, the composition's one export.
+const INCOMING: &str = "wasi:http/incoming-handler@0.2.12";
+
+fn main() -> Result<()> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = root.canonicalize().context("finding the repository root")?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        None | Some("build") => build(&root),
+        Some("check") => check(&root),
+        Some("inspect") => {
+            let file = args.get(1).context("inspect needs a .wasm file")?;
+            inspect(Path::new(file))
+        }
+        Some(other) => bail!("unknown command {other:?}: use build, check or inspect FILE"),
+    }
+}
+
+/// Builds both crates, composes, and writes `edge/dist/`.
+fn build(root: &Path) -> Result<()> {
+    let edge = root.join("edge");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| edge.join("target"));
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(&edge)
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "--target",
+            "wasm32-wasip2",
+            "-p",
+            "quickforge-edge-provider",
+            "-p",
+            "quickforge-edge-front",
+        ])
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .context("running cargo")?;
+    if !status.success() {
+        bail!(
+            "building the edge crates for wasm32-wasip2 failed (is the target installed? `rustup target add wasm32-wasip2`)"
+        );
+    }
+    let built = target.join("wasm32-wasip2/release");
+    let bytes = compose(
+        &built.join("quickforge_edge_provider.wasm"),
+        &root.join("guest/dist/quickforge_guest.wasm"),
+        &built.join("quickforge_edge_front.wasm"),
+    )?;
+    let dist = root.join(digest::DIST_WASM);
+    std::fs::create_dir_all(dist.parent().unwrap())?;
+    std::fs::write(&dist, &bytes)?;
+    let sources = digest::edge_sources(root);
+    std::fs::write(
+        root.join(digest::DIST_DIGEST),
+        format!("{}\n", digest::digest(root, &sources)),
+    )?;
+    eprintln!("wrote {} ({} bytes)", dist.display(), bytes.len());
+    Ok(())
+}
+
+/// Fails when `edge/dist/SOURCE_DIGEST` does not match the sources.
+fn check(root: &Path) -> Result<()> {
+    let recorded = std::fs::read_to_string(root.join(digest::DIST_DIGEST)).unwrap_or_default();
+    let current = digest::digest(root, &digest::edge_sources(root));
+    if recorded.trim() != current {
+        bail!(
+            "edge/dist/ is stale: rebuild it with `cargo run --manifest-path edge/Cargo.toml -p quickforge-edge-compose`"
+        );
+    }
+    eprintln!("edge/dist/ is current");
+    Ok(())
+}
+
+/// provider → guest → front, with the front's incoming handler exported.
+fn compose(provider: &Path, guest: &Path, front: &Path) -> Result<Vec<u8>> {
+    let mut graph = CompositionGraph::new();
+    let mut register = |name: &str, path: &Path| -> Result<_> {
+        let package = Package::from_file(name, None, path, graph.types_mut())
+            .with_context(|| format!("reading {}", path.display()))?;
+        Ok(graph.register_package(package)?)
+    };
+    let provider = register("quickforge:edge-provider", provider)?;
+    let guest = register("quickforge:guest", guest)?;
+    let front = register("quickforge:edge-front", front)?;
+
+    let provider = graph.instantiate(provider);
+    let mut sandbox: Vec<(String, NodeId)> = Vec::new();
+    for name in SANDBOX {
+        let full = format!("quickforge:sandbox/{name}@{SANDBOX_VERSION}");
+        let node = graph
+            .alias_instance_export(provider, &full)
+            .with_context(|| format!("the provider does not export {full}"))?;
+        sandbox.push((full, node));
+    }
+    let types = sandbox[0].1;
+    let mut run_types = Vec::new();
+    for name in RUN_TYPES {
+        run_types.push((*name, graph.alias_instance_export(types, name)?));
+    }
+
+    let guest = graph.instantiate(guest);
+    for (name, node) in &sandbox {
+        graph
+            .set_instantiation_argument(guest, name, *node)
+            .with_context(|| format!("wiring the guest's {name}"))?;
+    }
+    for (name, node) in &run_types {
+        graph
+            .set_instantiation_argument(guest, name, *node)
+            .with_context(|| format!("wiring the guest's type {name}"))?;
+    }
+    let run = graph.alias_instance_export(guest, "run")?;
+
+    let front = graph.instantiate(front);
+    graph.set_instantiation_argument(front, &sandbox[0].0, types)?;
+    let control = graph.alias_instance_export(provider, "quickforge:edge/control@0.1.0")?;
+    graph.set_instantiation_argument(front, "quickforge:edge/control@0.1.0", control)?;
+    for (name, node) in &run_types {
+        graph.set_instantiation_argument(front, name, *node)?;
+    }
+    graph.set_instantiation_argument(front, "run", run)?;
+    let handler = graph.alias_instance_export(front, INCOMING)?;
+    graph.export(handler, INCOMING)?;
+    Ok(graph.encode(EncodeOptions::default())?)
+}
+
+/// Prints a component's imports and exports.
+fn inspect(path: &Path) -> Result<()> {
+    let bytes = std::fs::read(path)?;
+    let decoded = wit_component::decode(&bytes)?;
+    let resolve = decoded.resolve();
+    let package = &resolve.packages[decoded.package()];
+    for world in package.worlds.values() {
+        let world = &resolve.worlds[*world];
+        for key in world.imports.keys() {
+            println!("import {}", resolve.name_world_key(key));
+        }
+        for key in world.exports.keys() {
+            println!("export {}", resolve.name_world_key(key));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,273 @@
+//! quickforge at the edge, the provider: implements the guest's sandbox
+//! imports (`wit/sandbox.wit`) by calling downstream MCP servers over
+//! `wasi:http/outgoing-handler`, and tells the front (`control`) what it
+//! needs: whether a request is authorized, the run's options, the report.
+//!
+//! Enforcement lives here, whatever the guest shows or hides: the mode, the
+//! call budget, the argument and response caps, per-call deadlines, the
+//! egress allowlist. One instance serves one request; its state is the
+//! instance's own and dies with it.
+
+#![allow(missing_docs)] // the generated bindings
+
+mod bindings {
+    wit_bindgen::generate!({
+        path: ["../../wit/sandbox.wit", "../../wit/edge"],
+        world: "quickforge:edge/provider",
+        generate_all,
+    });
+}
+
+mod catalog;
+mod config;
+mod error;
+mod http;
+mod mcp;
+mod redact;
+mod run;
+
+/// The native gateway's result conversion, compiled here unchanged.
+#[path = "../../../host/gateway/convert.rs"]
+#[allow(dead_code)]
+mod convert;
+/// The native gateway's did-you-mean, compiled here unchanged.
+#[path = "../../../host/suggest.rs"]
+#[allow(dead_code)]
+mod suggest;
+
+use std::cell::RefCell;
+
+use bindings::exports::quickforge::edge::control::{self, Report};
+use bindings::exports::quickforge::sandbox::{
+    calls, logging, manifest, resources, stash, tools,
+    types::{ForgeError as Wit, LogLevel, Mode, RunOptions},
+};
+use serde_json::{Value, json};
+
+use crate::catalog::Catalog;
+use crate::error::{ErrorCode, ForgeError};
+use crate::run::Run;
+
+/// QuickJS's heap cap, bytes. Edge runtimes commonly cap an instance at
+/// 128 MiB; 112 leaves room for the guest's stack and static data, so an
+/// allocation storm ends as a catchable out-of-memory error first.
+const JS_MEMORY_LIMIT: u64 = 112 << 20;
+/// Largest JSON result, bytes: the native `max_output_size`.
+const MAX_OUTPUT_BYTES: u64 = 1 << 20;
+/// Most calls `forge.parallel` runs at once: the native `max_parallel`.
+const MAX_PARALLEL: u32 = 64;
+/// Longest script, bytes: the native `max_code_size`.
+const MAX_CODE_BYTES: u32 = 64 * 1024;
+/// Longest stash key, bytes: the native `MAX_KEY_LEN`.
+const MAX_STASH_KEY: usize = 256;
+/// Largest stash value, bytes: the native `max_value_size`.
+const MAX_STASH_VALUE: usize = 1 << 20;
+/// Most stash keys: the native `max_keys`.
+const MAX_STASH_KEYS: usize = 256;
+
+thread_local! {
+    static RUN: RefCell<Option<Run>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on this instance's run, creating it (and reading the
+/// configuration) on first use.
+fn with<T>(f: impl FnOnce(&mut Run) -> T) -> T {
+    RUN.with(|cell| f(cell.borrow_mut().get_or_insert_with(Run::new)))
+}
+
+struct Provider;
+
+impl calls::Guest for Provider {
+    fn next_completion() -> Option<calls::Completion> {
+        with(Run::next_completion)
+    }
+    fn start_timer(ms: u32) -> Result<u32, String> {
+        with(|r| r.start_timer(ms))
+    }
+    fn cancel(id: u32) {
+        with(|r| r.cancel(id))
+    }
+}
+
+impl tools::Guest for Provider {
+    fn start_call(server: String, tool: String, args_json: String) -> Result<u32, Wit> {
+        with(|r| {
+            r.require_execute("calling tools")?;
+            if args_json.len() > r.config.max_args {
+                return Err(ForgeError::new(
+                    ErrorCode::ArgsTooLarge,
+                    format!(
+                        "the arguments of {server}.{tool} are {} bytes, over the {}-byte limit",
+                        args_json.len(),
+                        r.config.max_args
+                    ),
+                )
+                .into());
+            }
+            let args: Value = match serde_json::from_str(&args_json) {
+                Ok(v @ Value::Object(_)) => v,
+                _ => {
+                    return Err(ForgeError::new(
+                        ErrorCode::InvalidArgument,
+                        "tool arguments must be a JSON object",
+                    )
+                    .into());
+                }
+            };
+            if !r.config.manifest.is_empty() {
+                Catalog::new(&r.config.manifest)
+                    .tool(&server, &tool)
+                    .map_err(Wit::from)?;
+            }
+            r.start(
+                &server,
+                &tool,
+                "tools/call",
+                json!({"name": tool, "arguments": args}),
+            )
+        })
+    }
+}
+
+impl resources::Guest for Provider {
+    fn start_read(server: String, uri: String) -> Result<u32, Wit> {
+        with(|r| r.start(&server, &uri, "resources/read", json!({"uri": uri})))
+    }
+}
+
+impl stash::Guest for Provider {
+    fn put(key: String, value_json: String, _ttl_secs: Option<u64>) -> Result<(), Wit> {
+        with(|r| {
+            r.require_execute("the stash")?;
+            check_key(&key)?;
+            if value_json.len() > MAX_STASH_VALUE {
+                return Err(ForgeError::new(
+                    ErrorCode::StashValueTooLarge,
+                    format!("a stash value is at most {MAX_STASH_VALUE} bytes"),
+                )
+                .into());
+            }
+            if !r.stash.contains_key(&key) && r.stash.len() >= MAX_STASH_KEYS {
+                return Err(ForgeError::new(
+                    ErrorCode::StashFull,
+                    format!("the stash holds at most {MAX_STASH_KEYS} keys"),
+                )
+                .into());
+            }
+            r.stash.insert(key, value_json);
+            Ok(())
+        })
+    }
+    fn get(key: String) -> Result<Option<String>, Wit> {
+        with(|r| {
+            r.require_execute("the stash")?;
+            check_key(&key)?;
+            Ok(r.stash.get(&key).cloned())
+        })
+    }
+    fn delete(key: String) -> Result<bool, Wit> {
+        with(|r| {
+            r.require_execute("the stash")?;
+            check_key(&key)?;
+            Ok(r.stash.remove(&key).is_some())
+        })
+    }
+    fn keys() -> Result<Vec<String>, Wit> {
+        with(|r| {
+            r.require_execute("the stash")?;
+            Ok(r.stash.keys().cloned().collect())
+        })
+    }
+}
+
+/// The native key rule: 1 to 256 bytes of `A-Z a-z 0-9 _ - . : /`.
+fn check_key(key: &str) -> Result<(), Wit> {
+    let ok = !key.is_empty()
+        && key.len() <= MAX_STASH_KEY
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.:/".contains(&b));
+    if ok {
+        return Ok(());
+    }
+    Err(ForgeError::new(
+        ErrorCode::InvalidStashKey,
+        format!(
+            "invalid stash key {key:?}: use 1 to {MAX_STASH_KEY} characters of A-Z a-z 0-9 _ - . : /"
+        ),
+    )
+    .into())
+}
+
+impl manifest::Guest for Provider {
+    fn servers() -> String {
+        with(|r| Catalog::new(&r.config.manifest).servers_json().to_string())
+    }
+    fn search(query: String, limit: u32) -> Result<String, Wit> {
+        with(|r| {
+            Catalog::new(&r.config.manifest)
+                .search(&query, limit)
+                .map(|v| v.to_string())
+                .map_err(Into::into)
+        })
+    }
+    fn tool(server: String, name: String) -> Result<String, Wit> {
+        with(|r| {
+            Catalog::new(&r.config.manifest)
+                .tool(&server, &name)
+                .map(Value::to_string)
+                .map_err(Into::into)
+        })
+    }
+}
+
+impl logging::Guest for Provider {
+    fn log(level: LogLevel, message: String) {
+        with(|r| r.log(level, message))
+    }
+    fn progress(_done: f64, _total: Option<f64>, _message: Option<String>) {
+        // A request/response edge endpoint has no progress channel yet.
+    }
+}
+
+impl control::Guest for Provider {
+    fn authorize(authorization: Option<String>) -> bool {
+        with(|r| match &r.config.token {
+            None => true,
+            Some(token) => authorization
+                .as_deref()
+                .and_then(|a| a.strip_prefix("Bearer "))
+                .is_some_and(|given| same(given.as_bytes(), token.as_bytes())),
+        })
+    }
+    fn begin(mode: Mode) -> Result<RunOptions, String> {
+        with(|r| {
+            if r.mode.is_some() {
+                return Err(
+                    "this instance already ran a script; a run needs a fresh instance".into(),
+                );
+            }
+            r.mode = Some(mode);
+            Ok(RunOptions {
+                mode,
+                js_memory_limit: JS_MEMORY_LIMIT,
+                max_output_bytes: MAX_OUTPUT_BYTES,
+                max_parallel: MAX_PARALLEL,
+            })
+        })
+    }
+    fn max_code_bytes() -> u32 {
+        MAX_CODE_BYTES
+    }
+    fn finish() -> Report {
+        with(Run::report)
+    }
+}
+
+/// Compares a presented token with the configured one in time that does
+/// not depend on where they first differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+bindings::export!(Provider with_types_in bindings);

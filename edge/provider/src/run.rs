@@ -1,0 +1,540 @@
+//! One request's run: its mode, budget, logs, per-request stash, and the
+//! downstream calls in flight.
+//!
+//! Calls are started at once and finish through `next-completion`, which
+//! advances every exchange without blocking and otherwise waits in one
+//! `wasi:io/poll` over all of them plus the nearest deadline: five 300 ms
+//! calls under `Promise.all` take about 300 ms, not 1.5 s.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde_json::Value;
+
+use crate::bindings::exports::quickforge::edge::control::{LogLine, Report};
+use crate::bindings::exports::quickforge::sandbox::calls::Completion;
+use crate::bindings::exports::quickforge::sandbox::types::{ForgeError as Wit, LogLevel, Mode};
+use crate::bindings::wasi::clocks::monotonic_clock;
+use crate::bindings::wasi::io::poll;
+use crate::config::Config;
+use crate::error::{ErrorCode, ForgeError};
+use crate::http::{Exchange, Step};
+use crate::mcp::{self, Answer};
+
+/// Timers one run may have pending (`setTimeout` and friends): bounds the
+/// provider's memory, far past what a script needs.
+const MAX_TIMERS: usize = 1024;
+/// The bit that marks a timer's id (`wit/sandbox.wit`, `start-timer`).
+const TIMER_BIT: u32 = 1 << 31;
+/// Log lines kept per run: the native `max_log_lines`.
+const MAX_LOG_LINES: usize = 200;
+/// Log bytes kept per run: the native `max_log_bytes`.
+const MAX_LOG_BYTES: usize = 64 * 1024;
+
+/// A downstream server's MCP session within this request.
+enum Session {
+    /// `initialize` (then `notifications/initialized`) in flight; calls wait.
+    Connecting(Vec<Queued>),
+    /// Ready, with the session id the server gave (if any).
+    Ready(Option<String>),
+    /// Connecting failed; every call fails with this.
+    Failed(Wit),
+}
+
+/// A call waiting for its server's session.
+struct Queued {
+    id: u32,
+    tool: String,
+    method: &'static str,
+    params: Value,
+    deadline: u64,
+    retried: bool,
+}
+
+/// What an exchange in flight is for.
+enum Purpose {
+    Initialize {
+        server: String,
+    },
+    Initialized {
+        server: String,
+        session: Option<String>,
+    },
+    Call {
+        server: String,
+        call: Queued,
+        had_session: bool,
+    },
+}
+
+struct Op {
+    exchange: Exchange,
+    purpose: Purpose,
+}
+
+/// Everything one instance (one request) holds.
+pub struct Run {
+    /// The configuration, read once per instance.
+    pub config: Config,
+    /// Set by `control.begin`.
+    pub mode: Option<Mode>,
+    /// Tool calls and reads started.
+    pub calls: u32,
+    next_id: u32,
+    logs: Vec<LogLine>,
+    log_bytes: usize,
+    logs_dropped: u32,
+    sessions: BTreeMap<String, Session>,
+    ops: Vec<Op>,
+    timers: Vec<(u32, u64)>,
+    ready: VecDeque<Completion>,
+    /// The stash of this request (no `wasi:keyvalue` yet).
+    pub stash: BTreeMap<String, String>,
+}
+
+impl Run {
+    /// A fresh run with the environment's configuration.
+    pub fn new() -> Run {
+        Run {
+            config: Config::from_env(),
+            mode: None,
+            calls: 0,
+            next_id: 1,
+            logs: Vec::new(),
+            log_bytes: 0,
+            logs_dropped: 0,
+            sessions: BTreeMap::new(),
+            ops: Vec::new(),
+            timers: Vec::new(),
+            ready: VecDeque::new(),
+            stash: BTreeMap::new(),
+        }
+    }
+
+    /// Refuses what `search` may not do.
+    pub fn require_execute(&self, what: &str) -> Result<(), Wit> {
+        if self.mode == Some(Mode::Execute) {
+            return Ok(());
+        }
+        Err(ForgeError::new(
+            ErrorCode::ModeDenied,
+            format!("{what} is not available in search mode"),
+        )
+        .suggest("use the execute tool to call tools")
+        .into())
+    }
+
+    /// Starts `method` (`tools/call` or `resources/read`) on `server` after
+    /// every check that needs no server; the id is returned at once.
+    pub fn start(
+        &mut self,
+        server: &str,
+        tool: &str,
+        method: &'static str,
+        params: Value,
+    ) -> Result<u32, Wit> {
+        self.require_execute("calling tools")?;
+        if let Some(problem) = self.config.problems.first() {
+            return Err(ForgeError::new(
+                ErrorCode::Internal,
+                format!(
+                    "the edge configuration is broken: {}",
+                    crate::redact::redact_clip(problem, 512)
+                ),
+            )
+            .into());
+        }
+        if self.calls >= self.config.max_calls {
+            return Err(ForgeError::new(
+                ErrorCode::ToolCallBudget,
+                format!(
+                    "this execution already started its {} tool calls and reads",
+                    self.config.max_calls
+                ),
+            )
+            .suggest("do fewer calls per execute, or batch work in one call")
+            .into());
+        }
+        let Some(target) = self.config.servers.get(server) else {
+            let names = self.config.servers.keys().map(String::as_str);
+            let found = crate::suggest::suggestions(server, names.clone());
+            let err = ForgeError::new(
+                ErrorCode::ServerNotFound,
+                format!("no downstream server is named {server:?}"),
+            );
+            return Err(match crate::suggest::sentence(&found)
+                .or_else(|| crate::suggest::listing(names))
+            {
+                Some(s) => err.suggest(s),
+                None => err,
+            }
+            .into());
+        };
+        let origin = target.url.origin();
+        if !self.config.allow.contains(&origin) {
+            return Err(ForgeError::new(
+                ErrorCode::PolicyDenied,
+                format!("server {server:?} is outside this deployment's egress allowlist"),
+            )
+            .suggest("the operator adds its origin to QUICKFORGE_EDGE_ALLOW")
+            .into());
+        }
+        self.calls += 1;
+        let id = self.next_id;
+        self.next_id += 1;
+        let call = Queued {
+            id,
+            tool: tool.to_string(),
+            method,
+            params,
+            deadline: monotonic_clock::now().saturating_add(self.config.call_timeout_ns),
+            retried: false,
+        };
+        self.dispatch(server.to_string(), call);
+        Ok(id)
+    }
+
+    /// Sends `call` on its server's session, connecting first if needed.
+    fn dispatch(&mut self, server: String, call: Queued) {
+        match self.sessions.get_mut(&server) {
+            Some(Session::Ready(session)) => {
+                let session = session.clone();
+                self.send(server, call, session);
+            }
+            Some(Session::Connecting(queue)) => queue.push(call),
+            Some(Session::Failed(e)) => {
+                let e = e.clone();
+                self.ready.push_back(Completion {
+                    id: call.id,
+                    outcome: Err(e),
+                });
+            }
+            None => {
+                self.sessions
+                    .insert(server.clone(), Session::Connecting(vec![call]));
+                self.post(Purpose::Initialize { server }, mcp::initialize(), None);
+            }
+        }
+    }
+
+    fn send(&mut self, server: String, call: Queued, session: Option<String>) {
+        let body = mcp::request(call.id, call.method, call.params.clone());
+        let had_session = session.is_some();
+        self.post(
+            Purpose::Call {
+                server,
+                call,
+                had_session,
+            },
+            body,
+            session,
+        );
+    }
+
+    /// Starts one POST; a failure to start finishes its purpose at once.
+    fn post(&mut self, purpose: Purpose, body: Vec<u8>, session: Option<String>) {
+        let server = match &purpose {
+            Purpose::Initialize { server }
+            | Purpose::Initialized { server, .. }
+            | Purpose::Call { server, .. } => server.clone(),
+        };
+        let Some(target) = self.config.servers.get(&server) else {
+            return;
+        };
+        let mut headers = target.headers.clone();
+        if let Some(s) = session {
+            headers.push(("mcp-session-id".into(), s));
+            headers.push(("mcp-protocol-version".into(), mcp::PROTOCOL_VERSION.into()));
+        }
+        match Exchange::post(&target.url, &headers, &body, self.config.max_response) {
+            Ok(exchange) => self.ops.push(Op { exchange, purpose }),
+            Err(why) => self.finished(purpose, Err(why)),
+        }
+    }
+
+    /// Acts on a finished exchange.
+    fn finished(&mut self, purpose: Purpose, reply: Result<crate::http::Reply, String>) {
+        match purpose {
+            Purpose::Initialize { server } => {
+                let answer = reply.map(|r| (mcp::answer(&r, None, false), r.session));
+                match answer {
+                    Ok((Answer::Result(_), session)) => {
+                        let body = mcp::initialized();
+                        self.post(
+                            Purpose::Initialized {
+                                server,
+                                session: session.clone(),
+                            },
+                            body,
+                            session,
+                        );
+                    }
+                    Ok((Answer::Error(why) | Answer::Broken(why), _)) | Err(why) => {
+                        self.fail_server(server, why)
+                    }
+                    Ok((Answer::SessionGone, _)) => {
+                        self.fail_server(server, "the server refused the session".into())
+                    }
+                }
+            }
+            Purpose::Initialized { server, session } => {
+                let queued = match self
+                    .sessions
+                    .insert(server.clone(), Session::Ready(session.clone()))
+                {
+                    Some(Session::Connecting(queue)) => queue,
+                    _ => Vec::new(),
+                };
+                for call in queued {
+                    self.send(server.clone(), call, session.clone());
+                }
+            }
+            Purpose::Call {
+                server,
+                call,
+                had_session,
+            } => {
+                let outcome = match reply {
+                    Err(why) if why.contains("limit") => Err(ForgeError::new(
+                        ErrorCode::ResponseTooLarge,
+                        format!("{server}.{}: {why}", call.tool),
+                    )
+                    .into()),
+                    Err(why) => Err(unavailable(&server, &why)),
+                    Ok(reply) => match mcp::answer(&reply, Some(call.id), had_session) {
+                        Answer::SessionGone if !call.retried => {
+                            // The server forgot the session (restarted, expired):
+                            // connect again and send the call once more.
+                            self.sessions.remove(&server);
+                            let call = Queued {
+                                retried: true,
+                                ..call
+                            };
+                            self.dispatch(server, call);
+                            return;
+                        }
+                        Answer::SessionGone => {
+                            Err(unavailable(&server, "the server lost the session twice"))
+                        }
+                        Answer::Error(message) => Err(ForgeError::new(
+                            ErrorCode::DownstreamError,
+                            format!(
+                                "{server}.{} failed: {}",
+                                call.tool,
+                                crate::redact::redact_clip(
+                                    &message,
+                                    crate::convert::MAX_ERROR_TEXT
+                                )
+                            ),
+                        )
+                        .into()),
+                        Answer::Broken(why) => Err(ForgeError::new(
+                            ErrorCode::InvalidResponse,
+                            format!("{server}.{}: {why}", call.tool),
+                        )
+                        .into()),
+                        Answer::Result(v) => {
+                            let converted = if call.method == "resources/read" {
+                                Ok(crate::convert::read_result(v))
+                            } else {
+                                crate::convert::call_result(&server, &call.tool, v)
+                            };
+                            converted.map(|v| v.to_string()).map_err(Into::into)
+                        }
+                    },
+                };
+                self.ready.push_back(Completion {
+                    id: call.id,
+                    outcome,
+                });
+            }
+        }
+    }
+
+    fn fail_server(&mut self, server: String, why: String) {
+        let err = unavailable(&server, &why);
+        if let Some(Session::Connecting(queue)) =
+            self.sessions.insert(server, Session::Failed(err.clone()))
+        {
+            for call in queue {
+                self.ready.push_back(Completion {
+                    id: call.id,
+                    outcome: Err(err.clone()),
+                });
+            }
+        }
+    }
+
+    /// Starts a timer of `ms` milliseconds.
+    pub fn start_timer(&mut self, ms: u32) -> Result<u32, String> {
+        if self.timers.len() >= MAX_TIMERS {
+            return Err(format!("more than {MAX_TIMERS} timers pending"));
+        }
+        let id = TIMER_BIT | self.next_id;
+        self.next_id += 1;
+        let deadline = monotonic_clock::now().saturating_add(u64::from(ms) * 1_000_000);
+        self.timers.push((id, deadline));
+        Ok(id)
+    }
+
+    /// Stops waiting for `id` (dropping an exchange cancels its request).
+    pub fn cancel(&mut self, id: u32) {
+        self.timers.retain(|(t, _)| *t != id);
+        self.ops
+            .retain(|op| !matches!(&op.purpose, Purpose::Call { call, .. } if call.id == id));
+        for session in self.sessions.values_mut() {
+            if let Session::Connecting(queue) = session {
+                queue.retain(|c| c.id != id);
+            }
+        }
+        self.ready.retain(|c| c.id != id);
+    }
+
+    fn idle(&self) -> bool {
+        self.ready.is_empty()
+            && self.ops.is_empty()
+            && self.timers.is_empty()
+            && !self
+                .sessions
+                .values()
+                .any(|s| matches!(s, Session::Connecting(q) if !q.is_empty()))
+    }
+
+    /// The next finished call or timer, waiting for one if needed; `None`
+    /// when nothing is in flight.
+    pub fn next_completion(&mut self) -> Option<Completion> {
+        loop {
+            if let Some(done) = self.ready.pop_front() {
+                return Some(done);
+            }
+            if self.idle() {
+                return None;
+            }
+            let now = monotonic_clock::now();
+            self.expire(now);
+            if !self.ready.is_empty() {
+                continue;
+            }
+            // Advance every exchange; collect what to wait on.
+            let mut waits = Vec::new();
+            let mut i = 0;
+            while i < self.ops.len() {
+                match self.ops[i].exchange.advance() {
+                    Step::Blocked(p) => {
+                        waits.push(p);
+                        i += 1;
+                    }
+                    Step::Done(reply) => {
+                        let op = self.ops.swap_remove(i);
+                        self.finished(op.purpose, reply);
+                    }
+                }
+            }
+            if !self.ready.is_empty() || waits.len() < self.ops.len() {
+                continue;
+            }
+            if let Some(deadline) = self.nearest_deadline() {
+                waits.push(monotonic_clock::subscribe_instant(deadline));
+            }
+            if waits.is_empty() {
+                // Calls queued behind a session whose connect is not in
+                // flight cannot happen; guard against spinning anyway.
+                return None;
+            }
+            let refs: Vec<&poll::Pollable> = waits.iter().collect();
+            poll::poll(&refs);
+        }
+    }
+
+    fn nearest_deadline(&self) -> Option<u64> {
+        let calls = self.ops.iter().filter_map(|op| match &op.purpose {
+            Purpose::Call { call, .. } => Some(call.deadline),
+            _ => None,
+        });
+        let queued = self.sessions.values().flat_map(|s| match s {
+            Session::Connecting(q) => q.iter().map(|c| c.deadline).collect::<Vec<_>>(),
+            _ => Vec::new(),
+        });
+        self.timers
+            .iter()
+            .map(|(_, d)| *d)
+            .chain(calls)
+            .chain(queued)
+            .min()
+    }
+
+    /// Finishes every timer and call whose deadline passed.
+    fn expire(&mut self, now: u64) {
+        let timeout = |server: &str, call: &Queued, ms: u64| -> Completion {
+            Completion {
+                id: call.id,
+                outcome: Err(ForgeError::new(
+                    ErrorCode::Timeout,
+                    format!("{server}.{} did not answer within {ms} ms", call.tool),
+                )
+                .suggest("retry later, or ask for less at once")
+                .into()),
+            }
+        };
+        let ms = self.config.call_timeout_ns / 1_000_000;
+        let (due, kept): (Vec<_>, Vec<_>) = self.timers.iter().partition(|(_, d)| *d <= now);
+        self.timers = kept;
+        for (id, _) in due {
+            self.ready.push_back(Completion {
+                id,
+                outcome: Ok("null".into()),
+            });
+        }
+        let mut i = 0;
+        while i < self.ops.len() {
+            match &self.ops[i].purpose {
+                Purpose::Call { server, call, .. } if call.deadline <= now => {
+                    let done = timeout(server, call, ms);
+                    self.ops.swap_remove(i);
+                    self.ready.push_back(done);
+                }
+                _ => i += 1,
+            }
+        }
+        for (server, session) in &mut self.sessions {
+            if let Session::Connecting(queue) = session {
+                let (due, kept): (Vec<_>, Vec<_>) = std::mem::take(queue)
+                    .into_iter()
+                    .partition(|c| c.deadline <= now);
+                *queue = kept;
+                for call in due {
+                    self.ready.push_back(timeout(server, &call, ms));
+                }
+            }
+        }
+    }
+
+    /// Records one log line within the caps.
+    pub fn log(&mut self, level: LogLevel, message: String) {
+        if self.logs.len() >= MAX_LOG_LINES || self.log_bytes + message.len() > MAX_LOG_BYTES {
+            self.logs_dropped += 1;
+            return;
+        }
+        self.log_bytes += message.len();
+        self.logs.push(LogLine { level, message });
+    }
+
+    /// What the run did.
+    pub fn report(&mut self) -> Report {
+        Report {
+            logs: std::mem::take(&mut self.logs),
+            logs_dropped: self.logs_dropped,
+            calls: self.calls,
+        }
+    }
+}
+
+fn unavailable(server: &str, why: &str) -> Wit {
+    ForgeError::new(
+        ErrorCode::ServerUnavailable,
+        format!(
+            "server {server:?} is unavailable: {}",
+            crate::redact::redact_clip(why, 512)
+        ),
+    )
+    .into()
+}
