@@ -13,7 +13,7 @@
 //! `JS_ReadObject`: reading binds the function to the sandbox realm (QuickJS
 //! runs bytecode in the realm it was read into), and `JS_EvalFunction` needs
 //! no eval intrinsic. Both contexts, the compiled prelude and its hooks are
-//! built in [`initialize`], which the host runs once under Wizer.
+//! built in [`initialize`], which runs once under Wizer.
 
 use std::cell::RefCell;
 use std::ffi::CString;

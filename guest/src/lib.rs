@@ -1,10 +1,11 @@
 //! The quickforge guest: QuickJS (through rquickjs) compiled to a
 //! `wasm32-wasip2` component that implements the `sandbox` world in `wit/`.
 //!
-//! The host pre-initializes this component once with `wasmtime-wizer`
-//! (`wizer-initialize` builds the runtime, both contexts and the JS prelude),
-//! then instantiates a fresh copy of the snapshot for every script and calls
-//! `run` exactly once on it.
+//! The component is pre-initialized once with Wizer (`wizer-initialize`
+//! builds the runtime, both contexts and the JS prelude, calling no import;
+//! the committed `guest/dist/` is that snapshot), then the host instantiates
+//! a fresh copy of the snapshot for every script and calls `run` exactly
+//! once on it.
 //!
 //! - [`clock`]: the wall clock QuickJS reads, frozen while the engine is
 //!   built so that initialization calls no host import.

@@ -233,6 +233,8 @@ mod tests {
     /// What a host that is not quickforge's sees of one guest: a plain
     /// Wasmtime with WASI and none of quickforge's imports (each traps).
     struct Probe {
+        /// Time to compile it (Cranelift).
+        compile: Duration,
         /// Fuel `wizer-initialize` burned on a fresh instance.
         init_fuel: u64,
         /// Median time to instantiate.
@@ -243,7 +245,9 @@ mod tests {
     }
 
     async fn probe(engine: &Engine, wasm: &[u8]) -> Probe {
+        let t = Instant::now();
         let component = Component::new(engine, wasm).expect("the guest compiles");
+        let compile = t.elapsed();
         let mut linker = Linker::<Bare>::new(engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
         // quickforge's own imports, each a trap. (Not with
@@ -318,6 +322,7 @@ mod tests {
             assert_eq!(out.value_json, "2");
         }
         Probe {
+            compile,
             init_fuel,
             instantiate: median(instantiate),
             first_run: median(first_run),
@@ -356,17 +361,23 @@ mod tests {
             seen = probe(&engine, &dist).await;
         }
         eprintln!(
-            "committed guest ({} bytes): wizer-initialize {} fuel; instantiate {:?}; instantiate + trivial run {:?}",
+            "committed guest ({} bytes): compile {:?}; wizer-initialize {} fuel; instantiate {:?}; instantiate + trivial run {:?}",
             dist.len(),
+            seen.compile,
             seen.init_fuel,
             seen.instantiate,
             seen.first_run
         );
         if !super::GUEST_PREINITIALIZED {
             let raw = probe(&engine, super::GUEST_WASM).await;
+            // What a host given the raw guest adds at a cold start.
+            let t = Instant::now();
+            pre_initialize(&engine, super::GUEST_WASM).await.unwrap();
+            let snapshot = t.elapsed();
             eprintln!(
-                "raw guest from source ({} bytes): wizer-initialize {} fuel; instantiate {:?}; instantiate + trivial run {:?}",
+                "raw guest from source ({} bytes): compile {:?}; Wizer snapshot {snapshot:?}; wizer-initialize {} fuel; instantiate {:?}; instantiate + trivial run {:?}",
                 super::GUEST_WASM.len(),
+                raw.compile,
                 raw.init_fuel,
                 raw.instantiate,
                 raw.first_run
