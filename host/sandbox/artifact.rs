@@ -22,7 +22,6 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store};
 
-
 /// The guest component built by `build.rs` (from source, or `guest/dist/`).
 pub const GUEST_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest.wasm"));
 
@@ -31,10 +30,8 @@ pub const GUEST_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest.wa
 /// guest built from source is not. A wrong answer would cost time, not
 /// behaviour: an uninitialized guest builds its engine at the start of
 /// `run`, and `wizer-initialize` on an initialized one does nothing.
-const GUEST_PREINITIALIZED: bool = matches!(
-    env!("QUICKFORGE_GUEST_PREINITIALIZED").as_bytes(),
-    b"1"
-);
+const GUEST_PREINITIALIZED: bool =
+    matches!(env!("QUICKFORGE_GUEST_PREINITIALIZED").as_bytes(), b"1");
 
 /// Where compiled guest artifacts are cached.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -310,8 +310,7 @@ impl Sandbox {
             // with the store: none outlives its execution. A run the guest
             // ended at its own deadline drops its calls instead, as the
             // host's timeout does: they are what it gave up waiting for.
-            let timed_out =
-                matches!(&outcome, Err(e) if e.kind == wit::ScriptErrorKind::Timeout);
+            let timed_out = matches!(&outcome, Err(e) if e.kind == wit::ScriptErrorKind::Timeout);
             while !timed_out && store.data_mut().calls.next().await.is_some() {}
             wasmtime::Result::Ok(outcome)
         };
