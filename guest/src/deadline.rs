@@ -53,7 +53,7 @@ pub fn begin(ms: Option<u64>) -> Option<Box<dyn FnMut() -> bool>> {
     let mut calls = 0u32;
     Some(Box::new(move || {
         calls = calls.wrapping_add(1);
-        HIT.get() || (calls % CLOCK_EVERY == 0 && passed())
+        HIT.get() || (calls.is_multiple_of(CLOCK_EVERY) && passed())
     }))
 }
 
