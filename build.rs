@@ -9,11 +9,22 @@
 //!   only if `guest/dist/SOURCE_DIGEST` matches the current guest and wit
 //!   sources; if not, the build fails and says what to install.
 //!
+//! The committed guest is pre-initialized (Wizer-snapshotted), so that any
+//! host starts it without building QuickJS first; a guest built from source
+//! is not. The host learns which one it got from
+//! `QUICKFORGE_GUEST_PREINITIALIZED` (`1` or `0`) and pre-initializes only a
+//! raw one (`host/sandbox/artifact.rs`). A build script cannot run Wizer
+//! without compiling Wasmtime a second time for itself, so the snapshot for
+//! `guest/dist/` is made by the host crate, in the test that also proves it
+//! (`dist_guest_is_pre_initialized`).
+//!
 //! Environment knobs:
 //! - `QUICKFORGE_GUEST=dist` uses `guest/dist/` even when the toolchain is
 //!   present (how CI proves a Rust-only machine can build quickforge).
 //! - `QUICKFORGE_UPDATE_DIST=1` copies a freshly built guest into `guest/dist/`
-//!   with its digest (run it after changing `guest/` or `wit/`).
+//!   with its digest; the test above, run with the same variable, then
+//!   pre-initializes it in place. After changing `guest/` or `wit/`, run
+//!   both at once: `QUICKFORGE_UPDATE_DIST=1 cargo test --release --lib dist_guest`.
 //! - `QUICKFORGE_CHECK_DIST=1` fails the build if `guest/dist/` or
 //!   `edge/dist/` (the composed edge component, built by `edge/compose`)
 //!   is stale.
@@ -68,7 +79,7 @@ fn main() {
                 "guest/dist/ is stale: its SOURCE_DIGEST is {:?} but guest/ and wit/ now hash to {digest}",
                 recorded.trim()
             ),
-            "rebuild it with `QUICKFORGE_UPDATE_DIST=1 cargo build --release` and commit guest/dist/",
+            "rebuild it with `QUICKFORGE_UPDATE_DIST=1 cargo test --release --lib dist_guest` and commit guest/dist/",
         );
     }
 
@@ -87,7 +98,7 @@ fn main() {
                 Ok(built) => built,
                 Err(why) if dist_current => {
                     println!("cargo:warning={why}; using the prebuilt guest/dist/ instead");
-                    root.join(DIST_WASM)
+                    return use_guest(&root.join(DIST_WASM), &out, true);
                 }
                 Err(why) => fail(
                     &why,
@@ -100,7 +111,7 @@ fn main() {
                     .expect("could not write guest/dist/");
             } else if !dist_current {
                 println!(
-                    "cargo:warning=guest/dist/ is stale for the current guest/ and wit/ sources; refresh it with `QUICKFORGE_UPDATE_DIST=1 cargo build --release` before committing"
+                    "cargo:warning=guest/dist/ is stale for the current guest/ and wit/ sources; refresh it with `QUICKFORGE_UPDATE_DIST=1 cargo test --release --lib dist_guest` before committing"
                 );
             }
             built
@@ -116,11 +127,22 @@ fn main() {
                      (or set CC_wasm32_wasip2 to a wasm32-capable clang and WASI_SYSROOT to a wasi-libc sysroot)",
                 );
             }
-            root.join(DIST_WASM)
+            return use_guest(&root.join(DIST_WASM), &out, true);
         }
     };
-    fs::copy(&wasm, out.join("guest.wasm"))
+    use_guest(&wasm, &out, false);
+}
+
+/// Hands `wasm` to the host as `$OUT_DIR/guest.wasm`, saying whether it is
+/// pre-initialized: the committed `guest/dist/` is (see
+/// `host/sandbox/artifact.rs`), a guest built from source is not.
+fn use_guest(wasm: &Path, out: &Path, pre_initialized: bool) {
+    fs::copy(wasm, out.join("guest.wasm"))
         .expect("could not copy the guest component into OUT_DIR");
+    println!(
+        "cargo:rustc-env=QUICKFORGE_GUEST_PREINITIALIZED={}",
+        u8::from(pre_initialized)
+    );
 }
 
 /// What building the guest needs from this machine.

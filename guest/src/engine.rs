@@ -13,7 +13,7 @@
 //! `JS_ReadObject`: reading binds the function to the sandbox realm (QuickJS
 //! runs bytecode in the realm it was read into), and `JS_EvalFunction` needs
 //! no eval intrinsic. Both contexts, the compiled prelude and its hooks are
-//! built in [`initialize`], which the host runs once under Wizer.
+//! built in [`initialize`], which runs once under Wizer.
 
 use std::cell::RefCell;
 use std::ffi::CString;
@@ -24,6 +24,7 @@ use rquickjs::promise::PromiseState;
 use rquickjs::{Context, Ctx, Function, Object, Persistent, Promise, Runtime, Value, qjs};
 
 use crate::apis;
+use crate::deadline;
 use crate::describe::type_name;
 use crate::heap::{self, Heap, Refusal};
 use crate::quickforge::sandbox::calls;
@@ -80,7 +81,7 @@ pub fn initialize() {
         if cell.borrow().is_some() {
             return;
         }
-        let engine = match Engine::new() {
+        let engine = match crate::clock::frozen(Engine::new) {
             Ok(engine) => engine,
             Err(message) => panic!("quickforge guest failed to initialize: {message}"),
         };
@@ -135,7 +136,31 @@ impl Engine {
         })
     }
 
+    /// Runs one script under the run's deadline, if the host set one: the
+    /// interrupt handler is installed for this run only and removed after
+    /// it, and a run that ends past the deadline is a timeout whatever it
+    /// returned (the uncatchable interrupt still rejects an async
+    /// function's promise, which a script could have caught).
     fn run(&self, options: &RunOptions, code: &str) -> Result<Outcome, ScriptError> {
+        let runtime = self.sandbox.runtime();
+        let handler = deadline::begin(options.deadline_ms);
+        let timed = handler.is_some();
+        if timed {
+            runtime.set_interrupt_handler(handler);
+        }
+        let result = self.run_script(options, code);
+        if timed {
+            runtime.set_interrupt_handler(None);
+        }
+        let late = deadline::passed();
+        deadline::end();
+        if late {
+            return Err(timeout());
+        }
+        result
+    }
+
+    fn run_script(&self, options: &RunOptions, code: &str) -> Result<Outcome, ScriptError> {
         apis::reseed();
         apis::begin(options.max_parallel);
         heap::begin(usize::try_from(options.js_memory_limit).unwrap_or(usize::MAX));
@@ -222,9 +247,17 @@ impl Engine {
             if apis::in_flight() == 0 {
                 return Ok(());
             }
+            // Past the deadline, or its timer completing, ends the wait; the
+            // caller reports the timeout.
+            if !deadline::arm() {
+                return Ok(());
+            }
             let Some(done) = calls::next_completion() else {
                 return Ok(());
             };
+            if deadline::is_timer(done.id) {
+                return Ok(());
+            }
             apis::settle(ctx, done).map_err(|e| (e, Doing::Settling))?;
         }
     }
@@ -601,6 +634,18 @@ fn bytes(n: usize) -> String {
     } else {
         format!("{n} bytes")
     }
+}
+
+/// `timeout`, in the words the host uses for its own time limit.
+fn timeout() -> ScriptError {
+    error(
+        ScriptErrorKind::Timeout,
+        format!(
+            "the execution ran past its {} ms time limit; do less per execution \
+             (fewer or smaller tool calls, less computation)",
+            deadline::limit_ms()
+        ),
+    )
 }
 
 fn never_settled() -> ScriptError {

@@ -1,12 +1,17 @@
 //! The quickforge guest: QuickJS (through rquickjs) compiled to a
 //! `wasm32-wasip2` component that implements the `sandbox` world in `wit/`.
 //!
-//! The host pre-initializes this component once with `wasmtime-wizer`
-//! (`wizer-initialize` builds the runtime, both contexts and the JS prelude),
-//! then instantiates a fresh copy of the snapshot for every script and calls
-//! `run` exactly once on it.
+//! The component is pre-initialized once with Wizer (`wizer-initialize`
+//! builds the runtime, both contexts and the JS prelude, calling no import;
+//! the committed `guest/dist/` is that snapshot), then the host instantiates
+//! a fresh copy of the snapshot for every script and calls `run` exactly
+//! once on it.
 //!
+//! - [`clock`]: the wall clock QuickJS reads, frozen while the engine is
+//!   built so that initialization calls no host import.
 //! - [`codes`]: `ForgeError` codes as scripts see them.
+//! - [`deadline`]: the run's own deadline, when the host sets one (an
+//!   interrupt handler while JS runs, a timer while it waits).
 //! - [`describe`]: how values are named in messages.
 //! - [`engine`]: the QuickJS runtime, compiling and running one script.
 //! - [`heap`]: the runtime's allocator, which enforces the memory limit and
@@ -20,13 +25,23 @@
 //! - `prelude.js`: the JS API (`forge`, `manifest`, `console`, `ForgeError`).
 //! - `web.js`: the web-platform globals (timers, `URL`, `TextEncoder`, ...).
 
+// The export glue wit-bindgen generates for `run` takes `run-options`
+// flattened into core Wasm parameters, one per field; that is the canonical
+// ABI, not a signature written here.
+#![expect(
+    clippy::too_many_arguments,
+    reason = "wit-bindgen's export glue for `run` flattens `run-options` (canonical ABI)"
+)]
+
 wit_bindgen::generate!({
     world: "sandbox",
     path: "../wit",
 });
 
 mod apis;
+mod clock;
 mod codes;
+mod deadline;
 mod describe;
 mod engine;
 mod heap;

@@ -17,6 +17,7 @@ mod faults;
 mod forgemax;
 mod gateway;
 mod groups;
+mod guest_deadline;
 mod handles;
 mod health;
 mod hints;

@@ -37,7 +37,15 @@ pub enum Kind {
     /// The heap of the defaults before issue 18 (64 MiB), with the default
     /// CPU budget: data work that outgrows the heap before the budget.
     SmallHeap,
+    /// Default limits, plus the guest's own deadline ([`GUEST_DEADLINE`]),
+    /// far below the host's timeout and CPU budget: what ends a script
+    /// early is the guest's deadline alone.
+    GuestDeadline,
 }
+
+/// The guest's own deadline on [`Kind::GuestDeadline`]: short, so its tests
+/// end quickly; the defaults' 10 s timeout and ~3.6 s of fuel are far past it.
+pub const GUEST_DEADLINE: Duration = Duration::from_millis(300);
 
 /// The limits of a sandbox kind.
 pub fn limits(kind: Kind) -> SandboxLimits {
@@ -73,6 +81,7 @@ pub fn limits(kind: Kind) -> SandboxLimits {
             max_heap: 64 * 1024 * 1024,
             ..d
         },
+        Kind::GuestDeadline => d,
     }
 }
 
@@ -85,7 +94,7 @@ pub fn sandbox(kind: Kind) -> &'static Sandbox {
         // Sandbox::new is async; build it on a runtime of its own so that it
         // can be shared by every test's runtime.
         let limits = limits(kind);
-        let sandbox = std::thread::spawn(move || {
+        let mut sandbox = std::thread::spawn(move || {
             tokio::runtime::Runtime::new()
                 .unwrap()
                 .block_on(Sandbox::new(limits, CacheDir::Path(cache_dir())))
@@ -93,6 +102,9 @@ pub fn sandbox(kind: Kind) -> &'static Sandbox {
         .join()
         .unwrap()
         .expect("sandbox builds");
+        if kind == Kind::GuestDeadline {
+            sandbox.set_guest_deadline(Some(GUEST_DEADLINE));
+        }
         Box::leak(Box::new(sandbox))
     })
 }
