@@ -476,6 +476,38 @@ async fn edge_enforces_budget_and_deadline_and_reinitializes() {
     client.cancel().await.unwrap();
 }
 
+/// Issue 22 item 3: the edge has no fuel, so a spinning script used to run
+/// until the runtime's own limits cut the connection. The provider now
+/// gives the guest its deadline (`QUICKFORGE_EDGE_TIMEOUT_MS`): a spinning
+/// script, and one waiting on a tool that never answers, end as a typed
+/// `timeout`, and the next request is served.
+#[tokio::test]
+async fn edge_ends_a_spinning_script_as_a_typed_timeout() {
+    let (_fixture, url, manifest) = fixture_and_manifest("edge-spin").await;
+    let edge = serve(env_for(
+        &url,
+        &manifest,
+        &[("QUICKFORGE_EDGE_TIMEOUT_MS", "400")],
+    ))
+    .await;
+    let client = connect(&edge, None).await.unwrap();
+    for code in [
+        "async () => { for (;;) {} }",
+        r#"async () => forge.callTool("fixture", "hang", {})"#,
+    ] {
+        let started = Instant::now();
+        let (err, is_error) = run(&client, "execute", code).await;
+        assert!(is_error, "{err:#}");
+        assert_eq!(err["error"]["kind"], "timeout", "{code}: {err:#}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{code}: {:?}",
+            started.elapsed()
+        );
+    }
+    assert_eq!(ok(&client, "execute", "async () => 6 * 7").await, json!(42));
+}
+
 /// Issue 22 item 2: with `QUICKFORGE_EDGE_TOKEN` configured, a request
 /// without the bearer token gets HTTP 401 and one with it is served.
 #[tokio::test]

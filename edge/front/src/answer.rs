@@ -125,6 +125,7 @@ fn kind_text(kind: &ScriptErrorKind) -> String {
         ScriptErrorKind::Syntax => "syntax",
         ScriptErrorKind::NotAFunction => "not_a_function",
         ScriptErrorKind::Thrown => "thrown",
+        ScriptErrorKind::Timeout => "timeout",
         ScriptErrorKind::NeverSettled => "never_settled",
         ScriptErrorKind::OutOfMemory => "out_of_memory",
         ScriptErrorKind::OutputTooLarge => "output_too_large",

@@ -14,6 +14,7 @@
 //! | `QUICKFORGE_EDGE_TOKEN` | when set, every request must carry `Authorization: Bearer <it>` |
 //! | `QUICKFORGE_EDGE_MAX_CALLS` | tool calls plus resource reads per request (default 50, as the native `max_tool_calls`) |
 //! | `QUICKFORGE_EDGE_CALL_TIMEOUT_MS` | per-call deadline (default 30000, as the native servers' `timeout_secs`) |
+//! | `QUICKFORGE_EDGE_TIMEOUT_MS` | the whole script's deadline, enforced by the guest itself (default 10000, as the native `timeout_secs`) |
 //! | `QUICKFORGE_EDGE_MAX_ARGS_BYTES` | largest arguments of one call (default 1 MiB, as `max_args_size`) |
 //! | `QUICKFORGE_EDGE_MAX_RESPONSE_BYTES` | largest downstream response (default 16 MiB, as `max_response_mb`) |
 
@@ -88,6 +89,10 @@ impl Url {
 const DEFAULT_MAX_CALLS: u32 = 50;
 /// Default per-call deadline: the native servers' `timeout_secs` (30 s).
 const DEFAULT_CALL_TIMEOUT_MS: u64 = 30_000;
+/// Default script deadline: the native `[sandbox] timeout_secs` (10 s).
+/// The guest enforces it (`run-options.deadline-ms`), so a spinning script
+/// ends as a typed `timeout` before the runtime's own limits cut it off.
+const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 /// Default argument cap: the native `max_args_size` (1 MiB).
 const DEFAULT_MAX_ARGS: usize = 1 << 20;
 /// Default response cap: the native `max_response_mb` (16 MiB).
@@ -107,6 +112,8 @@ pub struct Config {
     pub max_calls: u32,
     /// Per-call deadline, nanoseconds.
     pub call_timeout_ns: u64,
+    /// The script's deadline, milliseconds.
+    pub timeout_ms: u64,
     /// Largest arguments, bytes.
     pub max_args: usize,
     /// Largest downstream response, bytes.
@@ -180,6 +187,11 @@ impl Config {
                 &mut problems,
             )
             .saturating_mul(1_000_000),
+            timeout_ms: number(
+                "QUICKFORGE_EDGE_TIMEOUT_MS",
+                DEFAULT_TIMEOUT_MS,
+                &mut problems,
+            ),
             max_args: number(
                 "QUICKFORGE_EDGE_MAX_ARGS_BYTES",
                 DEFAULT_MAX_ARGS as u64,

@@ -253,6 +253,7 @@ impl control::Guest for Provider {
                 js_memory_limit: JS_MEMORY_LIMIT,
                 max_output_bytes: MAX_OUTPUT_BYTES,
                 max_parallel: MAX_PARALLEL,
+                deadline_ms: Some(r.config.timeout_ms),
             })
         })
     }
