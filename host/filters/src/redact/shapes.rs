@@ -52,9 +52,13 @@ const KNOWN_ROOTS: &[&str] = &[
     "cygdrive",
 ];
 
+/// A whole PEM block, or a truncated one to the end of its base64 — taken
+/// with `.`, `_` and `-` too: a token that follows in the same run (a JWT,
+/// `header.payload.signature`) would otherwise be cut at its first dot and
+/// its rest no longer match its own rule (found by `tests/fuzz` redact).
 static PEM_RE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?s)-----BEGIN [A-Z0-9 ]{1,64}-----(?:.*?-----END [A-Z0-9 ]{1,64}-----|[A-Za-z0-9+/=_\s\\:,-]*)",
+        r"(?s)-----BEGIN [A-Z0-9 ]{1,64}-----(?:.*?-----END [A-Z0-9 ]{1,64}-----|[A-Za-z0-9+/=_.\s\\:,-]*)",
     )
 });
 
