@@ -5,7 +5,6 @@
 //! by the official Python SDK client (tests/clients/sdk_client.py) and the
 //! rmcp client, against server-everything and the fixture server.
 
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -46,7 +45,6 @@ async fn sdk_direct(era: &str) {
     install_servers();
     let dir = scratch("direct-sdk");
     let config = config(&dir);
-    let quickforge = env!("CARGO_BIN_EXE_quickforge");
     let steps = json!([
         {"list": true},
         {"call": "everything__echo", "args": {"message": "straight through"}},
@@ -56,14 +54,8 @@ async fn sdk_direct(era: &str) {
         {"call": "everything__get-structured-content", "args": {"location": "Chicago"}},
         {"execute": "async () => (await forge.callTool('everything', 'echo', {message: 'scripted'}))"},
     ]);
-    let args: Vec<std::ffi::OsString> = vec![
-        era.into(),
-        "--".into(),
-        quickforge.into(),
-        "--config".into(),
-        config.clone().into(),
-        "serve".into(),
-    ];
+    let mut args: Vec<std::ffi::OsString> = vec![era.into()];
+    args.extend(sdk_stdio_args(&config));
     let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
     let out = python_client("sdk_client.py", &args, &steps, CALL_BOUND).await;
     assert_eq!(out.len(), 7, "{out:#?}");
@@ -189,14 +181,7 @@ async fn a_changed_tool_list_is_announced_and_the_new_tool_is_callable() {
         &dir,
         &format!("{}expose = \"direct\"\n", fixture("fx", &[])),
     );
-    let mut child = quickforge_cmd(Some(&config))
-        .arg("serve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let (mut child, transport) = serve_stdio(&config);
     let heard = Counting::default();
     let client = tokio::time::timeout(CALL_BOUND, heard.clone().serve(transport))
         .await

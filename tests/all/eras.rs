@@ -38,7 +38,6 @@ async fn python_sdk(wire: Wire, era: &str, steps: Value) -> Vec<Value> {
     let dir = scratch("eras-sdk");
     let config = write_config(&dir, "");
     let mut http = None;
-    let quickforge = env!("CARGO_BIN_EXE_quickforge");
     let mut args: Vec<std::ffi::OsString> = vec![era.into()];
     match wire {
         Wire::Http => {
@@ -46,15 +45,7 @@ async fn python_sdk(wire: Wire, era: &str, steps: Value) -> Vec<Value> {
             args.push(url.into());
             http = Some(child);
         }
-        Wire::Stdio => {
-            args.extend([
-                "--".into(),
-                quickforge.into(),
-                "--config".into(),
-                config.clone().into(),
-                "serve".into(),
-            ]);
-        }
+        Wire::Stdio => args.extend(sdk_stdio_args(&config)),
     }
     let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
     let lines = python_client("sdk_client.py", &args, &steps, CALL_BOUND).await;

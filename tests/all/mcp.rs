@@ -139,6 +139,37 @@ pub struct Session {
     pub child: tokio::process::Child,
 }
 
+/// `quickforge serve` on stdio with `config`, its stdout and stdin piped
+/// for an MCP client: the child, and the client's transport.
+pub fn serve_stdio(
+    config: &Path,
+) -> (
+    tokio::process::Child,
+    (tokio::process::ChildStdout, tokio::process::ChildStdin),
+) {
+    let mut child = quickforge_cmd(Some(config))
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the quickforge binary starts");
+    let io = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    (child, io)
+}
+
+/// The arguments after ERA with which tests/clients/sdk_client.py spawns
+/// `quickforge serve` with `config` and speaks to it over stdio.
+pub fn sdk_stdio_args(config: &Path) -> Vec<std::ffi::OsString> {
+    vec![
+        "--".into(),
+        env!("CARGO_BIN_EXE_quickforge").into(),
+        "--config".into(),
+        config.into(),
+        "serve".into(),
+    ]
+}
+
 /// Starts `quickforge serve` over stdio with `config` and initializes.
 pub async fn connect(config: &Path) -> Session {
     connect_with(quickforge_cmd(Some(config))).await

@@ -6,7 +6,6 @@
 //! The downstream is tests/servers/relay.mjs (official TypeScript SDK).
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -72,14 +71,7 @@ async fn connect(
     era: ProtocolVersion,
     tasks: bool,
 ) -> (tokio::process::Child, Client) {
-    let mut child = quickforge_cmd(Some(config))
-        .arg("serve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let io = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let (child, io) = serve_stdio(config);
     let client = Answering { tasks }
         .serve_with_lifecycle(io, mode(&era))
         .await
