@@ -65,20 +65,9 @@ pub fn downstream_tools(manifest: &Manifest) -> Vec<Value> {
     manifest
         .servers()
         .flat_map(|s| {
-            s.tools.iter().map(move |t| {
-                let mut v = json!({
-                    "name": format!("{}__{}", s.name, t.name),
-                    "description": t.description,
-                    "inputSchema": t.input_schema,
-                });
-                if let Some(o) = &t.output_schema {
-                    v["outputSchema"] = o.clone();
-                }
-                if let Some(a) = &t.annotations {
-                    v["annotations"] = a.clone();
-                }
-                v
-            })
+            s.tools
+                .iter()
+                .map(move |t| t.listed_as(&format!("{}__{}", s.name, t.name)))
         })
         .collect()
 }

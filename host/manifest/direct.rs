@@ -17,7 +17,6 @@
 use std::collections::BTreeMap;
 
 use rmcp::model::Tool;
-use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::Manifest;
@@ -59,19 +58,9 @@ impl DirectTools {
             };
             for t in server.tools.iter().filter(|t| expose.matches(&t.name)) {
                 let name = direct_name(&server.name, &t.name);
-                let mut v = json!({
-                    "name": name,
-                    "description": t.description,
-                    "inputSchema": t.input_schema,
-                });
+                let mut v = t.listed_as(&name);
                 if let Some(title) = &t.title {
                     v["title"] = title.clone().into();
-                }
-                if let Some(o) = &t.output_schema {
-                    v["outputSchema"] = o.clone();
-                }
-                if let Some(a) = &t.annotations {
-                    v["annotations"] = a.clone();
                 }
                 let listed = match serde_json::from_value::<Tool>(v) {
                     Ok(listed) => listed,

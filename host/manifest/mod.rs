@@ -85,6 +85,24 @@ pub struct ToolEntry {
 }
 
 impl ToolEntry {
+    /// The tool as a `tools/list` entry under `name`: its description,
+    /// schemas and annotations (what a flat gateway would list, and what a
+    /// direct tool is listed with).
+    pub fn listed_as(&self, name: &str) -> Value {
+        let mut v = json!({
+            "name": name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+        });
+        if let Some(o) = &self.output_schema {
+            v["outputSchema"] = o.clone();
+        }
+        if let Some(a) = &self.annotations {
+            v["annotations"] = a.clone();
+        }
+        v
+    }
+
     /// A tool from its `tools/list` JSON (`name`, `description`,
     /// `inputSchema`, ...), its text cleaned (see [`sanitize`]). `None`
     /// when it has no name, or a name that is not a plain identifier.
