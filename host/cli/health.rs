@@ -8,7 +8,10 @@
 //! retried), 503 while a first attempt is still under way; its body lists
 //! each server's state (`connecting`, `ready`, `unavailable`) by the names
 //! in the config, never the error texts, which stay in the log and
-//! `quickforge doctor`.
+//! `quickforge doctor`. Once a SIGTERM or SIGINT has begun the drain,
+//! `/ready` answers 503 with `"draining": true` (the running executions
+//! finish; new ones are refused), so a load balancer takes the replica out
+//! of rotation before it stops: a rolling deploy loses no request.
 //!
 //! `/metrics` is the Prometheus text format of [`crate::observe::Metrics`].
 //! It names the configured servers and how busy they are, so it answers
@@ -62,12 +65,18 @@ fn ready(executor: &Executor) -> (StatusCode, Json<Value>) {
     let tried = manifest
         .servers()
         .all(|s| !matches!(s.status, ServerStatus::Connecting));
-    let status = if tried {
+    // The tracker closes when the drain begins and never reopens.
+    let draining = executor.running.is_closed();
+    let ready = tried && !draining;
+    let status = if ready {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (status, Json(json!({ "ready": tried, "servers": servers })))
+    (
+        status,
+        Json(json!({ "ready": ready, "draining": draining, "servers": servers })),
+    )
 }
 
 /// The content type of what `prometheus-client` writes: OpenMetrics text

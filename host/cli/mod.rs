@@ -22,6 +22,7 @@
 
 mod atomic;
 mod doctor;
+mod drain;
 mod edit;
 mod health;
 mod init;

@@ -154,10 +154,15 @@ async fn serve_http(
         manager,
         limits: executor.sessions,
     });
+    let answers = super::drain::Answers::default();
+    let counting = answers.clone();
     let router = axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn(move |req, next| {
             sessions_gate(gate.clone(), req, next)
+        }))
+        .layer(axum::middleware::from_fn(move |req, next| {
+            super::drain::count(counting.clone(), req, next)
         }))
         .merge(super::health::routes(executor.clone(), &hosts));
     // The one line on stdout in HTTP mode: where to connect. Tests and
@@ -170,6 +175,9 @@ async fn serve_http(
         .with_graceful_shutdown(async move {
             terminated().await;
             drain.drain().await;
+            // The drained executions' answers are still on their way
+            // through the sessions; cancelling these now would cut them.
+            answers.written().await;
             stop.cancel();
         })
         .await;
