@@ -24,6 +24,7 @@ mod atomic;
 mod doctor;
 mod drain;
 mod edit;
+mod forward;
 mod health;
 mod init;
 mod logging;
@@ -347,6 +348,7 @@ async fn start(config: &Config) -> Result<Arc<Executor>, ExitCode> {
     let mut executor = Executor::new(sandbox, Gateway::start(config), config.stash.clone())
         .with_handle_key(key)
         .with_tasks(config.tasks)
+        .with_replica(config.cluster.replica.as_deref().map(Into::into))
         .with_surface(config.surface)
         .with_sessions(config.sessions)
         .with_rate_limit(config.executions_per_minute)

@@ -54,7 +54,17 @@ pub(super) async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode 
     tokio::spawn(refresh_on_sighup(gateway.clone()));
     let code = match args.http {
         None => serve_stdio(executor).await,
-        Some(addr) => serve_http(executor, addr, args.allow_hosts, args.allow_origins).await,
+        Some(addr) => {
+            let forward = super::forward::Forward::new(&config.cluster, executor.runs.clone());
+            serve_http(
+                executor,
+                addr,
+                args.allow_hosts,
+                args.allow_origins,
+                forward,
+            )
+            .await
+        }
     };
     observing.cancel();
     gateway.close(SERVER_GRACE).await;
@@ -111,6 +121,7 @@ async fn serve_http(
     addr: SocketAddr,
     hosts: Vec<String>,
     origins: Vec<String>,
+    forward: Option<Arc<super::forward::Forward>>,
 ) -> ExitCode {
     use rmcp::transport::StreamableHttpService;
     use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
@@ -156,11 +167,18 @@ async fn serve_http(
     });
     let answers = super::drain::Answers::default();
     let counting = answers.clone();
-    let router = axum::Router::new()
-        .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn(move |req, next| {
-            sessions_gate(gate.clone(), req, next)
-        }))
+    let mut mcp =
+        axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn(move |req, next| {
+                sessions_gate(gate.clone(), req, next)
+            }));
+    if let Some(forward) = forward {
+        mcp = mcp.layer(axum::middleware::from_fn(move |req, next| {
+            super::forward::forward(forward.clone(), req, next)
+        }));
+    }
+    let router = mcp
         .layer(axum::middleware::from_fn(move |req, next| {
             super::drain::count(counting.clone(), req, next)
         }))

@@ -9,6 +9,7 @@
 //! `forge.toml.example`. Every error names the file, the line and the key.
 
 use quickforge_filters::expand;
+mod cluster;
 mod forgemax;
 mod observe;
 mod servers;
@@ -20,6 +21,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
+pub use cluster::ClusterConfig;
 pub use expand::{expand, references_with_fallbacks};
 pub use forgemax::DEFAULT_STARTUP_CONCURRENCY;
 pub use observe::{LogConfig, LogFormat, ObservabilityConfig};
@@ -117,6 +119,8 @@ pub struct Config {
     /// `[sandbox] startup_concurrency` (Forgemax's key): servers connecting
     /// at once, [`DEFAULT_STARTUP_CONCURRENCY`] by default.
     pub startup_concurrency: usize,
+    /// `[cluster]`: this replica's name and its peers.
+    pub cluster: ClusterConfig,
 }
 
 impl Default for Config {
@@ -140,6 +144,7 @@ impl Default for Config {
             observability: ObservabilityConfig::default(),
             log: LogConfig::default(),
             startup_concurrency: DEFAULT_STARTUP_CONCURRENCY,
+            cluster: ClusterConfig::default(),
         }
     }
 }
@@ -162,6 +167,8 @@ struct RawConfig {
     observability: ObservabilityConfig,
     #[serde(default)]
     log: LogConfig,
+    #[serde(default)]
+    cluster: cluster::RawCluster,
 }
 
 /// `[surface]`: how quickforge's own two tools are listed to its client.
@@ -594,6 +601,15 @@ impl Config {
                 "config key sandbox.execution_mode is ignored: quickforge runs every script in its own WebAssembly instance"
             );
         }
+        let cluster =
+            raw.cluster
+                .resolve(lookup)
+                .map_err(|(key, message)| ConfigError::Invalid {
+                    path: path.to_path_buf(),
+                    line: located.line_of(&["cluster", key]),
+                    key: format!("cluster.{key}"),
+                    message,
+                })?;
         forgemax::warn_ignored(&adopted.ignored);
         Ok(Config {
             source: Some(path.to_path_buf()),
@@ -627,6 +643,7 @@ impl Config {
             observability: raw.observability,
             log: raw.log,
             startup_concurrency: adopted.startup_concurrency,
+            cluster,
         })
     }
 }

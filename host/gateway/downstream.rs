@@ -386,13 +386,19 @@ fn finish(
 /// fails the attempt well inside the supervisor's connect window.
 const HTTP_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The HTTP client for downstream servers: rustls with the ring provider,
-/// installed once per process.
-fn http_client() -> Result<reqwest::Client, String> {
+/// Installs rustls's ring provider as the process's default, once: every
+/// reqwest client quickforge builds (downstream servers, peers) needs it,
+/// since reqwest is built without a provider of its own.
+pub(crate) fn install_crypto() {
     static PROVIDER: std::sync::Once = std::sync::Once::new();
     PROVIDER.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
+}
+
+/// The HTTP client for downstream servers: rustls with the ring provider.
+fn http_client() -> Result<reqwest::Client, String> {
+    install_crypto();
     reqwest::Client::builder()
         .connect_timeout(HTTP_CONNECT_TIMEOUT)
         // A redirect could carry the configured credentials to another

@@ -13,7 +13,7 @@
 
 mod broken;
 pub mod convert;
-mod downstream;
+pub(crate) mod downstream;
 mod era;
 mod handler;
 mod kinds;

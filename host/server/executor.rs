@@ -82,14 +82,29 @@ impl Executor {
     /// Seals stash handles with `key` (by default a key for this process
     /// only).
     pub fn with_handle_key(mut self, key: HandleKey) -> Executor {
-        self.runs = Arc::new(crate::tasks::Runs::new(key.clone(), *self.runs.limits()));
+        self.runs = Arc::new(
+            crate::tasks::Runs::new(key.clone(), *self.runs.limits())
+                .owned_by(self.runs.owner().cloned()),
+        );
         self.handles = key;
         self
     }
 
     /// Bounds tasks and other runs by `limits`.
     pub fn with_tasks(mut self, limits: crate::tasks::TaskLimits) -> Executor {
-        self.runs = Arc::new(crate::tasks::Runs::new(self.handles.clone(), limits));
+        self.runs = Arc::new(
+            crate::tasks::Runs::new(self.handles.clone(), limits)
+                .owned_by(self.runs.owner().cloned()),
+        );
+        self
+    }
+
+    /// Names this replica of a cluster in the run ids it mints, so a
+    /// follow-up that reaches another replica finds its way back.
+    pub fn with_replica(mut self, name: Option<Arc<str>>) -> Executor {
+        self.runs = Arc::new(
+            crate::tasks::Runs::new(self.handles.clone(), *self.runs.limits()).owned_by(name),
+        );
         self
     }
 

@@ -11,9 +11,12 @@
 //!
 //! The script is not saved anywhere while it waits: its pending call is a
 //! host future inside the spawned execution, and the Wasm instance stays
-//! where it is. So a run lives in this process only; a retry that reaches
-//! another process (or this one after a restart) is told to run the script
-//! again.
+//! where it is. So a run lives in this process only. A replica of a
+//! cluster (`[cluster] replica`) names itself in its run ids, under the
+//! seal: a retry or a task poll that a load balancer sends to another
+//! replica is forwarded to the owner (see `cli::forward`); one that
+//! reaches a process that no longer holds the run (or this one after a
+//! restart) is told to run the script again.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -30,10 +33,20 @@ use tokio::time::Instant;
 use crate::relay::Questions;
 use crate::state::HandleKey;
 
-/// How run ids begin: `qft_`, then 128 random bits and a tag under the
-/// gateway's secret (see [`HandleKey::mint_as`]), so an id is checked
-/// before any lookup and never taken for a stash handle.
+/// How run ids begin: `qft_`, then (in a cluster) the owning replica's
+/// name and a `.`, then 128 random bits and a tag under the gateway's
+/// secret covering all of it (see [`HandleKey::mint_as`]), so an id is
+/// checked before any lookup, never taken for a stash handle, and names
+/// its owner in a way no client can forge.
 pub const RUN_PREFIX: &str = "qft_";
+
+/// The sealed prefix of the runs `owner` mints.
+fn prefix_of(owner: Option<&str>) -> String {
+    match owner {
+        Some(name) => format!("{RUN_PREFIX}{name}."),
+        None => RUN_PREFIX.to_string(),
+    }
+}
 
 /// Bounds on runs; `timeout` and `after` are `[sandbox]` keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,6 +243,7 @@ fn iso(at: SystemTime) -> String {
 pub struct Runs {
     key: HandleKey,
     limits: TaskLimits,
+    owner: Option<Arc<str>>,
     map: Mutex<HashMap<String, Arc<Run>>>,
 }
 
@@ -239,6 +253,7 @@ impl Runs {
         Runs {
             key,
             limits,
+            owner: None,
             map: Mutex::default(),
         }
     }
@@ -288,7 +303,7 @@ impl Runs {
             }
         }
         let run = Arc::new(Run {
-            id: self.key.mint_as(RUN_PREFIX),
+            id: self.key.mint_as(&prefix_of(self.owner.as_deref())),
             created: SystemTime::now(),
             questions: Arc::default(),
             outcome: watch::Sender::new(None),
@@ -318,9 +333,30 @@ impl Runs {
     /// The run `id` names, if this gateway sealed it and still holds it.
     /// Every failure is the same `None`.
     pub fn get(&self, id: &str) -> Option<Arc<Run>> {
-        if !self.key.opens_as(RUN_PREFIX, id) {
+        if !self.key.opens_as(&prefix_of(self.owner.as_deref()), id) {
             return None;
         }
         self.lock().get(id).cloned()
+    }
+
+    /// Runs minted from now on name `owner` (this replica) in their ids.
+    pub fn owned_by(mut self, owner: Option<Arc<str>>) -> Runs {
+        self.owner = owner;
+        self
+    }
+
+    /// The replica named in its ids (`None` outside a cluster).
+    pub fn owner(&self) -> Option<&Arc<str>> {
+        self.owner.as_ref()
+    }
+
+    /// The replica that minted `id`, when `id` is a run id of a cluster
+    /// sealed under this gateway's secret (which every replica shares);
+    /// `None` for anything else, forged ids included.
+    pub fn owner_of<'a>(&self, id: &'a str) -> Option<&'a str> {
+        let (name, _) = id.strip_prefix(RUN_PREFIX)?.split_once('.')?;
+        self.key
+            .opens_as(&prefix_of(Some(name)), id)
+            .then_some(name)
     }
 }

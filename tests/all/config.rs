@@ -486,3 +486,44 @@ fn expose_is_code_direct_or_globs() {
         "{e}"
     );
 }
+
+/// Issue 23 item 4: `[cluster]` names this replica and lists every
+/// replica's own URL; a name that cannot go into a run id, peers without a
+/// name for this replica, a list that leaves this replica out and a URL
+/// that is not http(s) are each refused at their key, saying what to write.
+#[test]
+fn cluster_names_this_replica_among_its_peers() {
+    let c = parse(
+        "[cluster]\nreplica = \"r1\"\npeers.r1 = \"http://127.0.0.1:8781/mcp\"\npeers.r2 = \"http://10.0.0.2:8781/mcp\"\n",
+    )
+    .unwrap();
+    assert_eq!(c.cluster.replica.as_deref(), Some("r1"));
+    assert_eq!(c.cluster.peers.len(), 2);
+    assert_eq!(c.cluster.peers["r2"].as_str(), "http://10.0.0.2:8781/mcp");
+    assert!(parse("").unwrap().cluster.replica.is_none());
+    for (toml, key, says) in [
+        (
+            "[cluster]\nreplica = \"r.1\"\n",
+            "cluster.replica",
+            "A-Z a-z 0-9 _ -",
+        ),
+        (
+            "[cluster]\npeers.r1 = \"http://127.0.0.1:8781/mcp\"\n",
+            "cluster.replica",
+            "has no name",
+        ),
+        (
+            "[cluster]\nreplica = \"r3\"\npeers.r1 = \"http://127.0.0.1:8781/mcp\"\n",
+            "cluster.peers",
+            "this one included",
+        ),
+        (
+            "[cluster]\nreplica = \"r1\"\npeers.r1 = \"ftp://127.0.0.1/mcp\"\n",
+            "cluster.peers",
+            "http(s) /mcp URL",
+        ),
+    ] {
+        let e = error(toml);
+        assert!(e.contains(key) && e.contains(says), "{toml}: {e}");
+    }
+}

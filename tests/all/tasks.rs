@@ -24,8 +24,8 @@ use crate::mcp::*;
 /// (and `"interpretation": "blue"`, the field server-everything asks for),
 /// declaring form elicitation and, when `tasks`, the tasks extension.
 #[derive(Clone)]
-struct Answering {
-    tasks: bool,
+pub(crate) struct Answering {
+    pub(crate) tasks: bool,
 }
 
 impl ClientHandler for Answering {
@@ -51,10 +51,10 @@ impl ClientHandler for Answering {
     }
 }
 
-type Client = RunningService<RoleClient, Answering>;
+pub(crate) type Client = RunningService<RoleClient, Answering>;
 
 /// rmcp's `Auto` mode preferring 2026-07-28, or plain `initialize`.
-fn mode(era: &ProtocolVersion) -> ClientLifecycleMode {
+pub(crate) fn mode(era: &ProtocolVersion) -> ClientLifecycleMode {
     if *era >= ProtocolVersion::V_2026_07_28 {
         ClientLifecycleMode::Auto {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
@@ -93,7 +93,7 @@ fn setup(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     (write_config(&dir, &toml), record)
 }
 
-fn execute(code: &str) -> CallToolRequestParams {
+pub(crate) fn execute(code: &str) -> CallToolRequestParams {
     CallToolRequestParams::new("execute").with_arguments(
         json!({"code": code})
             .as_object()
@@ -102,7 +102,7 @@ fn execute(code: &str) -> CallToolRequestParams {
     )
 }
 
-async fn once(client: &Client, params: CallToolRequestParams) -> CallToolResponse {
+pub(crate) async fn once(client: &Client, params: CallToolRequestParams) -> CallToolResponse {
     tokio::time::timeout(CALL_BOUND, client.peer().call_tool_once(params))
         .await
         .expect("answered in time")
@@ -110,7 +110,11 @@ async fn once(client: &Client, params: CallToolRequestParams) -> CallToolRespons
 }
 
 /// Polls `tasks/get` until `done` accepts the payload.
-async fn poll(client: &Client, id: &str, done: impl Fn(&TaskPayload) -> bool) -> TaskPayload {
+pub(crate) async fn poll(
+    client: &Client,
+    id: &str,
+    done: impl Fn(&TaskPayload) -> bool,
+) -> TaskPayload {
     eventually(CALL_BOUND, || async {
         let got = client
             .peer()
@@ -141,14 +145,14 @@ async fn warm(client: &Client) {
 
 /// `code` through rmcp's own `call_tool`, which answers `input_required`
 /// through the client's handler and retries by itself.
-async fn driven(client: &Client, code: &str) -> CallToolResult {
+pub(crate) async fn driven(client: &Client, code: &str) -> CallToolResult {
     tokio::time::timeout(CALL_BOUND, client.call_tool(execute(code)))
         .await
         .expect("answered in time")
         .expect("a result")
 }
 
-fn completed(payload: &TaskPayload) -> CallToolResult {
+pub(crate) fn completed(payload: &TaskPayload) -> CallToolResult {
     match payload {
         TaskPayload::Completed { result } => {
             serde_json::from_value(Value::Object(result.clone())).expect("a CallToolResult")
