@@ -32,6 +32,18 @@ pub(super) async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode 
         );
         return ExitCode::from(EXIT_USAGE);
     }
+    if let Some(addr) = args.http
+        && !addr.ip().is_loopback()
+        && config.auth.is_none()
+    {
+        eprintln!(
+            "error: --http {addr} is not a loopback address and forge.toml has no [auth]: anyone who reaches the port would run scripts as the gateway.\n\
+             Configure authentication in forge.toml, either opaque tokens:\n\
+             \n  [auth]\n  resource = \"https://gw.example.com/mcp\"   # the URL clients use\n  [[auth.tokens]]\n  subject = \"alice\"\n  sha256 = \"...\"                               # from: quickforge auth hash-token < token-file\n\n\
+             or JWTs from your identity provider ([auth.jwt] issuer, jwks_uri); see forge.toml.example"
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
     let executor = match start(&config).await {
         Ok(s) => s,
         Err(code) => return code,
@@ -54,7 +66,18 @@ pub(super) async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode 
     tokio::spawn(refresh_on_sighup(gateway.clone()));
     let code = match args.http {
         None => serve_stdio(executor).await,
-        Some(addr) => serve_http(executor, addr, args.allow_hosts, args.allow_origins).await,
+        Some(addr) => {
+            let auth = config
+                .auth
+                .clone()
+                .map(|c| Arc::new(crate::auth::Authenticator::new(c)));
+            let access = Access {
+                hosts: args.allow_hosts,
+                origins: args.allow_origins,
+                auth,
+            };
+            serve_http(executor, addr, access).await
+        }
     };
     observing.cancel();
     gateway.close(SERVER_GRACE).await;
@@ -106,12 +129,20 @@ async fn serve_stdio(executor: Arc<Executor>) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-async fn serve_http(
-    executor: Arc<Executor>,
-    addr: SocketAddr,
+/// Who may reach the HTTP server: the Host and Origin headers accepted
+/// besides the loopback ones, and the bearer tokens (`[auth]`), if any.
+struct Access {
     hosts: Vec<String>,
     origins: Vec<String>,
-) -> ExitCode {
+    auth: Option<Arc<crate::auth::Authenticator>>,
+}
+
+async fn serve_http(executor: Arc<Executor>, addr: SocketAddr, access: Access) -> ExitCode {
+    let Access {
+        hosts,
+        origins,
+        auth,
+    } = access;
     use rmcp::transport::StreamableHttpService;
     use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -154,11 +185,21 @@ async fn serve_http(
         manager,
         limits: executor.sessions,
     });
-    let router = axum::Router::new()
-        .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn(move |req, next| {
-            sessions_gate(gate.clone(), req, next)
-        }))
+    // Outermost first: the bearer token (`[auth]`), then the session gate,
+    // then rmcp's service (which checks Host and Origin).
+    let mut mcp =
+        axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn(move |req, next| {
+                sessions_gate(gate.clone(), req, next)
+            }));
+    let mut router = axum::Router::new();
+    if let Some(auth) = auth {
+        mcp = crate::auth::protect(mcp, auth.clone());
+        router = crate::auth::metadata_routes(&auth);
+    }
+    let router = router
+        .merge(mcp)
         .merge(super::health::routes(executor.clone(), &hosts));
     // The one line on stdout in HTTP mode: where to connect. Tests and
     // scripts read it to learn the port when ADDR asked for port 0.

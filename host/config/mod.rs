@@ -11,6 +11,7 @@
 use quickforge_filters::expand;
 mod forgemax;
 mod observe;
+mod remote;
 mod servers;
 
 use std::collections::BTreeMap;
@@ -23,6 +24,7 @@ use toml::Spanned;
 pub use expand::{expand, references_with_fallbacks};
 pub use forgemax::DEFAULT_STARTUP_CONCURRENCY;
 pub use observe::{LogConfig, LogFormat, ObservabilityConfig};
+pub use remote::default_replica;
 pub use servers::{
     GroupConfig, INHERITED_ENV, Isolation, MAX_NAME_LEN, ManifestConfig, ServerConfig, Transport,
     carries_credentials,
@@ -117,6 +119,12 @@ pub struct Config {
     /// `[sandbox] startup_concurrency` (Forgemax's key): servers connecting
     /// at once, [`DEFAULT_STARTUP_CONCURRENCY`] by default.
     pub startup_concurrency: usize,
+    /// `[auth]`: bearer tokens for `serve --http`; `None`: no
+    /// authentication (allowed on a loopback address only).
+    pub auth: Option<crate::auth::AuthConfig>,
+    /// `[server] replica`: this gateway's name among its replicas, in
+    /// every audit line; the host's name by default.
+    pub replica: String,
 }
 
 impl Default for Config {
@@ -140,6 +148,8 @@ impl Default for Config {
             observability: ObservabilityConfig::default(),
             log: LogConfig::default(),
             startup_concurrency: DEFAULT_STARTUP_CONCURRENCY,
+            auth: None,
+            replica: default_replica(),
         }
     }
 }
@@ -162,6 +172,9 @@ struct RawConfig {
     observability: ObservabilityConfig,
     #[serde(default)]
     log: LogConfig,
+    auth: Option<crate::auth::RawAuth>,
+    #[serde(default)]
+    server: remote::RawServerSection,
 }
 
 /// `[surface]`: how quickforge's own two tools are listed to its client.
@@ -563,6 +576,8 @@ impl Config {
             None => {}
         }
         let audit = resolve_audit(raw.audit, base_dir, path, &located, lookup)?;
+        let auth = remote::resolve_auth(raw.auth, path, &located, lookup)?;
+        let replica = remote::resolve_replica(raw.server, path, &located, lookup)?;
         if let Some(endpoint) = &raw.observability.otlp_endpoint
             && !url::Url::parse(endpoint).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
         {
@@ -627,6 +642,8 @@ impl Config {
             observability: raw.observability,
             log: raw.log,
             startup_concurrency: adopted.startup_concurrency,
+            auth,
+            replica,
         })
     }
 }

@@ -256,7 +256,16 @@ impl Runs {
     /// [`crate::relay::Upstream::parked`]) parking its questions beside it;
     /// `None` when `max_runs` runs are held and none has finished (the
     /// caller refuses the execution as busy).
-    pub fn start<F>(&self, execution: F, pump: crate::relay::Pump) -> Option<Arc<Run>>
+    ///
+    /// The run's id is sealed for `subject` (the authenticated caller,
+    /// `None` without `[auth]`), so only it can poll, answer or cancel the
+    /// run (see [`Runs::get`]).
+    pub fn start<F>(
+        &self,
+        execution: F,
+        pump: crate::relay::Pump,
+        subject: Option<&str>,
+    ) -> Option<Arc<Run>>
     where
         F: Future<Output = CallToolResult> + Send + 'static,
     {
@@ -288,7 +297,7 @@ impl Runs {
             }
         }
         let run = Arc::new(Run {
-            id: self.key.mint_as(RUN_PREFIX),
+            id: self.key.mint_as(RUN_PREFIX, subject),
             created: SystemTime::now(),
             questions: Arc::default(),
             outcome: watch::Sender::new(None),
@@ -317,8 +326,10 @@ impl Runs {
 
     /// The run `id` names, if this gateway sealed it and still holds it.
     /// Every failure is the same `None`.
-    pub fn get(&self, id: &str) -> Option<Arc<Run>> {
-        if !self.key.opens_as(RUN_PREFIX, id) {
+    /// A run started for another subject is `None` too, exactly like one
+    /// never started.
+    pub fn get(&self, id: &str, subject: Option<&str>) -> Option<Arc<Run>> {
+        if !self.key.opens_as(RUN_PREFIX, id, subject) {
             return None;
         }
         self.lock().get(id).cloned()
