@@ -23,7 +23,6 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::mcp::*;
 
@@ -93,20 +92,29 @@ async fn serve_jwks() -> (String, Arc<AtomicUsize>) {
 /// The forge.toml of an authenticated gateway: Alice's and Bob's opaque
 /// tokens, JWTs of [`ISSUER`] against `jwks`, an audit file, the replica
 /// named from the environment, tasks from the first millisecond.
-fn config(dir: &Path, jwks: &str) -> PathBuf {
+fn config(dir: &Path, jwks: &str, rate: &Rate) -> PathBuf {
     let hash = |t: &str| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(t.as_bytes()));
     write_config(
         dir,
         &format!(
-            "[sandbox]\ntask_after_ms = 0\n\n[server]\nreplica = \"${{QF_TEST_REPLICA}}\"\n\n[audit]\nfile = \"audit.jsonl\"\n\n\
-             [auth]\nresource = \"{RESOURCE}\"\n\n\
+            "[sandbox]\ntask_after_ms = 0\n{}\n[server]\nreplica = \"${{QF_TEST_REPLICA}}\"\n\n[audit]\nfile = \"audit.jsonl\"\n\n\
+             [auth]\nresource = \"{RESOURCE}\"\n{}\n\
              [[auth.tokens]]\nsubject = \"alice\"\nsha256 = \"{}\"\n\n\
              [[auth.tokens]]\nsubject = \"bob\"\nsha256 = \"{}\"\n\n\
              [auth.jwt]\nissuer = \"{ISSUER}\"\njwks_uri = \"{jwks}\"\nalgorithms = [\"EdDSA\"]\n",
+            rate.sandbox,
+            rate.auth,
             hash(ALICE),
             hash(BOB)
         ),
     )
+}
+
+/// Extra lines for `[sandbox]` and `[auth]`: a rate limit and its scope.
+#[derive(Default)]
+struct Rate {
+    sandbox: &'static str,
+    auth: &'static str,
 }
 
 /// A gateway under test, its URL and its stderr.
@@ -118,31 +126,19 @@ struct Gateway {
 
 impl Gateway {
     async fn start(name: &str) -> (Gateway, Arc<AtomicUsize>) {
+        Gateway::start_with(name, &Rate::default()).await
+    }
+
+    async fn start_with(name: &str, rate: &Rate) -> (Gateway, Arc<AtomicUsize>) {
         crate::http::tls();
         let dir = scratch(name);
         let (jwks, fetches) = serve_jwks().await;
-        let config = config(&dir, &jwks);
+        let config = config(&dir, &jwks, rate);
         let stderr = std::fs::File::create(dir.join("stderr.log")).unwrap();
-        let mut child = quickforge_cmd(Some(&config))
-            .args(["serve", "--http", "127.0.0.1:0"])
-            .env("QF_TEST_REPLICA", "replica-a")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(stderr))
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let line = tokio::time::timeout(CALL_BOUND, lines.next_line())
-            .await
-            .expect("the server says where it listens")
-            .unwrap()
-            .unwrap_or_else(|| {
-                panic!(
-                    "no listening line; stderr: {}",
-                    std::fs::read_to_string(dir.join("stderr.log")).unwrap_or_default()
-                )
-            });
-        let url = line.rsplit(' ').next().unwrap().to_string();
+        let mut cmd = quickforge_cmd(Some(&config));
+        cmd.env("QF_TEST_REPLICA", "replica-a")
+            .stderr(Stdio::from(stderr));
+        let (child, url) = crate::http::serve_http_with(cmd).await;
         (Gateway { child, url, dir }, fetches)
     }
 
@@ -388,14 +384,15 @@ async fn handles_and_tasks_are_bound_to_their_subject() {
     let alice_tasks = connect(ALICE).await.unwrap();
     let bob_tasks = connect(BOB).await.unwrap();
     let params = CallToolRequestParams::new("execute").with_arguments(
-        json!({"code": "async () => 7"})
+        // Half a second of waiting: still running when the answer is due.
+        json!({"code": "async () => { await new Promise(r => setTimeout(r, 500)); return 7 }"})
             .as_object()
             .cloned()
             .unwrap(),
     );
-    let CallToolResponse::Task(created) = alice_tasks.peer().call_tool_once(params).await.unwrap()
-    else {
-        panic!("task_after_ms = 0 makes every execute of a task client a task");
+    let created = match alice_tasks.peer().call_tool_once(params).await.unwrap() {
+        CallToolResponse::Task(created) => created,
+        other => panic!("task_after_ms = 0 makes a running execute a task, got {other:?}"),
     };
     let id = created.task.task_id;
     let err = bob_tasks
@@ -465,19 +462,10 @@ fn quickforge_preview(handle: &str) -> String {
 /// a short token is refused.
 #[tokio::test]
 async fn hash_token_reads_the_token_from_stdin() {
-    use tokio::io::AsyncWriteExt;
     for (input, code) in [(format!("{ALICE}\n"), 0), ("short\n".to_string(), 2)] {
-        let mut child = quickforge_cmd(None)
-            .args(["auth", "hash-token"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(input.as_bytes()).await.unwrap();
-        drop(stdin);
-        let out = child.wait_with_output().await.unwrap();
+        let mut cmd = quickforge_cmd(None);
+        cmd.args(["auth", "hash-token"]);
+        let out = output_with_stdin(&mut cmd, input.as_bytes()).await;
         assert_eq!(out.status.code(), Some(code), "{input:?}");
         if code == 0 {
             let hash = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(ALICE.as_bytes()));
@@ -486,6 +474,25 @@ async fn hash_token_reads_the_token_from_stdin() {
             assert!(String::from_utf8_lossy(&out.stderr).contains("at least 32 bytes"));
         }
     }
+}
+
+/// Weakness (issue 23, item 2): `max_executions_per_minute` was one budget
+/// for everyone, so one user's loop locked all others out. With
+/// `rate_limit_scope = "subject"` each subject has its own: Alice spends
+/// hers (6 a minute, bursts of 1) and is refused, Bob still runs.
+#[tokio::test]
+async fn rate_limits_can_be_per_subject() {
+    let rate = Rate {
+        sandbox: "max_executions_per_minute = 6\n",
+        auth: "rate_limit_scope = \"subject\"\n",
+    };
+    let (mut gw, _) = Gateway::start_with("auth-rate", &rate).await;
+    let (alice, bob) = (gw.client(ALICE).await, gw.client(BOB).await);
+    assert_eq!(ok_value(&execute(&alice, "async () => 1", None).await), 1);
+    let e = err_value(&execute(&alice, "async () => 1", None).await);
+    assert_eq!(e["forge"]["code"], "RATE_LIMITED", "{e:#}");
+    assert_eq!(ok_value(&execute(&bob, "async () => 2", None).await), 2);
+    gw.child.start_kill().unwrap();
 }
 
 /// Weakness (issue 23, item 1): the official Python SDK client must work
@@ -511,11 +518,13 @@ async fn the_python_sdk_client_sends_its_bearer_token() {
 async fn a_public_bind_without_auth_is_refused_with_how_to_configure_it() {
     let dir = scratch("auth-public");
     let config = write_config(&dir, "");
-    let out = quickforge_cmd(Some(&config))
-        .args(["serve", "--http", "0.0.0.0:0", "--allow-host", "gw.test"])
-        .stdin(Stdio::null())
-        .output()
+    let mut cmd = quickforge_cmd(Some(&config));
+    cmd.args(["serve", "--http", "0.0.0.0:0", "--allow-host", "gw.test"])
+        .stdin(Stdio::null());
+    // Without the check it would serve until killed: bound the wait.
+    let out = tokio::time::timeout(CALL_BOUND, cmd.output())
         .await
+        .expect("refused at once, not served")
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
