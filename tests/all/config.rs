@@ -499,3 +499,36 @@ fn expose_is_code_direct_or_globs() {
         "{e}"
     );
 }
+
+/// Issue 23: `[auth]` and `[server]` are checked at load like every other
+/// table: a bad token hash names its key and line, `[auth]` without a way
+/// to check tokens says what to add, a symmetric JWT algorithm is refused,
+/// and `[server] replica` takes `${VAR}`.
+#[test]
+fn auth_and_replica_are_checked_at_load() {
+    let e = error(
+        "[auth]\nresource = \"https://gw.test/mcp\"\n\n[[auth.tokens]]\nsubject = \"alice\"\nsha256 = \"abc\"\n",
+    );
+    assert!(
+        e.contains("forge.toml:4")
+            && e.contains("auth.tokens[0].sha256")
+            && e.contains("quickforge auth hash-token"),
+        "{e}"
+    );
+    let e = error("[auth]\nresource = \"https://gw.test/mcp\"\n");
+    assert!(
+        e.contains("[[auth.tokens]]") && e.contains("[auth.jwt]"),
+        "{e}"
+    );
+    let e = error(
+        "[auth]\nresource = \"https://gw.test/mcp\"\n[auth.jwt]\nissuer = \"https://id.test\"\njwks_uri = \"https://id.test/jwks\"\nalgorithms = [\"HS256\"]\n",
+    );
+    assert!(
+        e.contains("auth.jwt.algorithms") && e.contains("symmetric"),
+        "{e}"
+    );
+    let c = parse("[server]\nreplica = \"gw-${GITHUB_TOKEN}\"\n").unwrap();
+    assert_eq!(c.replica, "gw-value-of-GITHUB_TOKEN");
+    let e = error("[server]\nreplica = \"\"\n");
+    assert!(e.contains("server.replica"), "{e}");
+}
