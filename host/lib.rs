@@ -26,6 +26,8 @@
 //!   caps and one space per strict group;
 //! - `session` — one client session: its stash handle, its share of the
 //!   execution slots, the cap on live sessions;
+//! - `auth` — bearer tokens on HTTP (`[auth]`): opaque or JWT, the
+//!   subject each request comes from, the protected resource metadata;
 //! - `audit` — one JSON line per execution, for investigation;
 //! - `observe` — Prometheus metrics (fed by the audit records), the log's
 //!   format, trace context;
@@ -36,6 +38,7 @@
 //! - `guest_json` — JSON text from the guest.
 
 mod audit;
+mod auth;
 mod call;
 mod cli;
 mod config;

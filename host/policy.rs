@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde_json::Value;
 
 use serde::Deserialize;
@@ -282,9 +282,28 @@ impl GroupLock {
 /// spend a whole minute's allowance in one instant.
 pub struct RateLimit {
     limiter: DefaultDirectRateLimiter,
+    /// One budget per key (an authenticated subject), when the limit is
+    /// per subject ([`RateLimit::per_key`]); events without a key share
+    /// `limiter`.
+    keyed: Option<Keyed>,
     per_minute: u32,
     what: String,
 }
+
+/// The budgets of a per-key limit, and when to drop the idle ones.
+struct Keyed {
+    limiter: DefaultKeyedRateLimiter<String>,
+    /// Keys held above which the idle ones are dropped on the next event.
+    prune_above: std::sync::atomic::AtomicUsize,
+}
+
+/// Keys a per-key limit holds before it drops idle ones: a thousand
+/// subjects cost a few tens of kilobytes. Pruning walks every key, so it
+/// runs only when the count has doubled since the last one. Keys are
+/// authenticated subjects only (a stranger never gets one), and a key is
+/// idle, and dropped, once its budget has refilled: at most a minute
+/// after its last event.
+const PRUNE_KEYS_ABOVE: usize = 1024;
 
 impl std::fmt::Debug for RateLimit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -302,14 +321,48 @@ impl RateLimit {
         let burst = NonZeroU32::new((per_minute.get() / 6).max(1)).unwrap_or(NonZeroU32::MIN);
         RateLimit {
             limiter: RateLimiter::direct(Quota::per_minute(per_minute).allow_burst(burst)),
+            keyed: None,
             per_minute: per_minute.get(),
             what: what.into(),
         }
     }
 
+    /// As [`RateLimit::new`], with a budget of its own for each key given
+    /// to [`RateLimit::take_for`] (`[auth] rate_limit_scope = "subject"`).
+    pub fn per_key(per_minute: NonZeroU32, what: impl Into<String>) -> RateLimit {
+        let mut limit = RateLimit::new(per_minute, what);
+        let burst = NonZeroU32::new((per_minute.get() / 6).max(1)).unwrap_or(NonZeroU32::MIN);
+        limit.keyed = Some(Keyed {
+            limiter: RateLimiter::keyed(Quota::per_minute(per_minute).allow_burst(burst)),
+            prune_above: PRUNE_KEYS_ABOVE.into(),
+        });
+        limit
+    }
+
     /// Takes one event, or fails with `RATE_LIMITED` saying when to retry.
     pub fn take(&self) -> Result<(), ForgeError> {
-        self.limiter.check().map_err(|not_until| {
+        self.take_for(None)
+    }
+
+    /// Takes one event of `key` (a subject): from its own budget when the
+    /// limit is per key and there is a key, else from the shared one.
+    pub fn take_for(&self, key: Option<&str>) -> Result<(), ForgeError> {
+        use std::sync::atomic::Ordering;
+        let checked = match (&self.keyed, key) {
+            (Some(keyed), Some(key)) => {
+                if keyed.limiter.len() > keyed.prune_above.load(Ordering::Relaxed) {
+                    keyed.limiter.retain_recent();
+                    keyed.limiter.shrink_to_fit();
+                    let left = keyed.limiter.len();
+                    keyed
+                        .prune_above
+                        .store((left * 2).max(PRUNE_KEYS_ABOVE), Ordering::Relaxed);
+                }
+                keyed.limiter.check_key(&key.to_string())
+            }
+            _ => self.limiter.check(),
+        };
+        checked.map_err(|not_until| {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
             let wait = wait.max(Duration::from_millis(1));
             ForgeError::new(
@@ -344,6 +397,21 @@ mod tests {
             Verdict::Deny(why) => why,
             other => panic!("not denied: {other:?}"),
         }
+    }
+
+    /// Issue 23 (rate limits per subject): one subject spending its
+    /// budget leaves the others theirs; without a key, all share one.
+    #[test]
+    fn a_per_key_limit_gives_each_subject_its_own_budget() {
+        let limit = RateLimit::per_key(NonZeroU32::new(6).unwrap(), "t");
+        assert!(limit.take_for(Some("alice")).is_ok());
+        assert!(limit.take_for(Some("alice")).is_err());
+        assert!(limit.take_for(Some("bob")).is_ok());
+        assert!(limit.take_for(None).is_ok());
+        assert!(limit.take_for(None).is_err());
+        let shared = RateLimit::new(NonZeroU32::new(6).unwrap(), "t");
+        assert!(shared.take_for(Some("alice")).is_ok());
+        assert!(shared.take_for(Some("bob")).is_err());
     }
 
     #[test]

@@ -20,6 +20,14 @@ pub struct Record<'a> {
     pub id: String,
     /// Random, unique per client session (64 bits, hex).
     pub session: &'a str,
+    /// The authenticated subject (`[auth]`), as a fingerprint (the first
+    /// 64 bits of the SHA-256 of its id, hex): never the id, never a
+    /// token. Absent without `[auth]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// The gateway replica that ran it (`[cluster] replica`, the host's
+    /// name by default).
+    pub replica: &'a str,
     /// The stash handle the execution ran with, as a fingerprint (the first
     /// 64 bits of its SHA-256, hex): never the handle, which is a
     /// capability.
@@ -81,6 +89,10 @@ pub struct Record<'a> {
 pub struct Arrival<'a> {
     /// The session it came from.
     pub session: &'a str,
+    /// The authenticated subject's id, if any (the line keeps a hash).
+    pub subject: Option<&'a str>,
+    /// The replica it runs on.
+    pub replica: &'a str,
     /// The stash handle it runs with.
     pub stash: &'a crate::state::Handle,
     /// When.
@@ -155,6 +167,8 @@ impl AuditLog {
             event: "execution",
             id: random_id(16),
             session: arrival.session,
+            subject: arrival.subject.map(crate::auth::Subject::fingerprint),
+            replica: arrival.replica,
             stash: arrival.stash.fingerprint(),
             timestamp: chrono::DateTime::<chrono::Utc>::from(arrival.at)
                 .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),

@@ -223,6 +223,8 @@ mod tests {
         for _ in 0..2 {
             let arrival = Arrival {
                 session: "s1",
+                subject: None,
+                replica: "r1",
                 stash: &handle,
                 at: std::time::SystemTime::now(),
                 mode: Mode::Execute,

@@ -68,10 +68,10 @@ impl Forward {
     /// Forwarding for `cluster`, or `None` when this is not a replica with
     /// peers (then nothing is scanned).
     pub fn new(cluster: &ClusterConfig, runs: Arc<Runs>) -> Option<Arc<Forward>> {
-        let me = cluster.replica.clone()?;
         if cluster.peers.is_empty() {
             return None;
         }
+        let me = cluster.replica.clone();
         crate::gateway::downstream::install_crypto();
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
@@ -99,10 +99,20 @@ pub async fn forward(forward: Arc<Forward>, req: Request, next: Next) -> Respons
     let Ok(bytes) = axum::body::to_bytes(body, BODY_LIMIT).await else {
         return (StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response();
     };
-    let owner = run_id(&bytes).and_then(|id| forward.runs.owner_of(&id).map(str::to_string));
+    // Run ids are sealed for the subject that started them: one presented
+    // by another subject names no owner, and goes on to be refused as
+    // unknown like any other.
+    let subject = parts.extensions.get::<crate::auth::Subject>();
+    let owner = run_id(&bytes).and_then(|id| {
+        forward
+            .runs
+            .owner_of(&id, subject.map(|s| s.id()))
+            .map(str::to_string)
+    });
     match owner {
         Some(owner) if owner != forward.me => {
-            relay(&forward, &owner, &parts.headers, bytes, &parts.uri).await
+            let presented = parts.extensions.get::<crate::auth::Presented>();
+            relay(&forward, &owner, &parts.headers, presented, bytes).await
         }
         _ => {
             next.run(Request::from_parts(parts, Body::from(bytes)))
@@ -134,8 +144,8 @@ async fn relay(
     forward: &Forward,
     owner: &str,
     headers: &HeaderMap,
+    presented: Option<&crate::auth::Presented>,
     body: bytes::Bytes,
-    uri: &axum::http::Uri,
 ) -> Response {
     let id = serde_json::from_slice::<Value>(&body)
         .ok()
@@ -155,10 +165,15 @@ async fn relay(
             request = request.header(name, value);
         }
     }
+    // The client's own token, which the authentication layer took out of
+    // the headers: the owner checks it again, as for any request.
+    if let Some(presented) = presented {
+        request = request.header(axum::http::header::AUTHORIZATION, presented.0.clone());
+    }
     request = request.header(FORWARDED_BY, forward.me.as_str());
     match request.send().await {
         Ok(answer) => {
-            tracing::debug!(owner, path = %uri.path(), status = %answer.status(), "forwarded a follow-up to the replica that runs it");
+            tracing::debug!(owner, status = %answer.status(), "forwarded a follow-up to the replica that runs it");
             let mut response = Response::builder().status(answer.status().as_u16());
             for (name, value) in answer.headers() {
                 if !HOP_BY_HOP.contains(&name.as_str())

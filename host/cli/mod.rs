@@ -9,7 +9,8 @@
 //!   every tool;
 //! - `quickforge init`: forge.toml from an MCP client's server list, and the
 //!   client pointed at quickforge;
-//! - `quickforge add`, `remove`, `list`: edit forge.toml's servers.
+//! - `quickforge add`, `remove`, `list`: edit forge.toml's servers;
+//! - `quickforge auth hash-token`: the hash `[[auth.tokens]]` lists.
 //!
 //! Exit status: 0 on success, 1 when the script failed or doctor found a
 //! problem, 2 on usage or configuration errors. Logs and diagnostics go to
@@ -21,6 +22,7 @@
 //! `tokens`, `init/`, `edit`), and the process's log in `logging`.
 
 mod atomic;
+mod auth;
 mod doctor;
 mod drain;
 mod edit;
@@ -131,6 +133,9 @@ enum Command {
     /// List forge.toml's servers (names of env variables and headers, never their values).
     #[command(after_help = "Example:\n  quickforge list --config forge.toml")]
     List,
+    /// Authentication helpers for `serve --http` with `[auth]`.
+    #[command(subcommand)]
+    Auth(AuthCommand),
     /// Print a shell completion script for SHELL (bash, zsh, fish, elvish, powershell).
     #[command(after_help = "Examples:\n  \
         quickforge completions bash > ~/.local/share/bash-completion/completions/quickforge\n  \
@@ -161,6 +166,15 @@ struct ServeArgs {
     /// Also accept browser requests from this Origin (e.g. https://app.example.com:443).
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origins: Vec<String>,
+}
+
+/// `quickforge auth ...`.
+#[derive(Debug, Subcommand)]
+enum AuthCommand {
+    /// Print the SHA-256 of a token read from standard input, for `[[auth.tokens]] sha256`.
+    #[command(after_help = "Example:\n  \
+        openssl rand -hex 32 > alice.token && quickforge auth hash-token < alice.token")]
+    HashToken,
 }
 
 /// Exit status for usage and configuration errors.
@@ -229,6 +243,7 @@ pub fn main() -> ExitCode {
         Some(Command::Add(args)) => return edit::add(cli.config, args),
         Some(Command::Remove { name }) => return edit::remove(cli.config, name),
         Some(Command::List) => return edit::list(cli.config),
+        Some(Command::Auth(AuthCommand::HashToken)) => return auth::hash_token(),
         _ => cli,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -256,7 +271,8 @@ pub fn main() -> ExitCode {
             | Command::Init(_)
             | Command::Add(_)
             | Command::Remove { .. }
-            | Command::List => ExitCode::SUCCESS,
+            | Command::List
+            | Command::Auth(_) => ExitCode::SUCCESS,
         }
     });
     // Blocking reads of stdin must not hold the process open.
@@ -348,10 +364,19 @@ async fn start(config: &Config) -> Result<Arc<Executor>, ExitCode> {
     let mut executor = Executor::new(sandbox, Gateway::start(config), config.stash.clone())
         .with_handle_key(key)
         .with_tasks(config.tasks)
-        .with_replica(config.cluster.replica.as_deref().map(Into::into))
+        .with_run_owner(
+            (!config.cluster.peers.is_empty()).then(|| config.cluster.replica.as_str().into()),
+        )
         .with_surface(config.surface)
         .with_sessions(config.sessions)
-        .with_rate_limit(config.executions_per_minute)
+        .with_rate_limit(
+            config.executions_per_minute,
+            config
+                .auth
+                .as_ref()
+                .is_some_and(|a| a.rate_limit_scope == crate::auth::RateLimitScope::Subject),
+        )
+        .with_replica(&config.cluster.replica)
         .with_validation(config.validate)
         .with_audit(audit);
     executor.metrics = metrics;

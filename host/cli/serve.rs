@@ -32,6 +32,18 @@ pub(super) async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode 
         );
         return ExitCode::from(EXIT_USAGE);
     }
+    if let Some(addr) = args.http
+        && !addr.ip().is_loopback()
+        && config.auth.is_none()
+    {
+        eprintln!(
+            "error: --http {addr} is not a loopback address and forge.toml has no [auth]: anyone who reaches the port would run scripts as the gateway.\n\
+             Configure authentication in forge.toml, either opaque tokens:\n\
+             \n  [auth]\n  resource = \"https://gw.example.com/mcp\"   # the URL clients use\n  [[auth.tokens]]\n  subject = \"alice\"\n  sha256 = \"...\"                               # from: quickforge auth hash-token < token-file\n\n\
+             or JWTs from your identity provider ([auth.jwt] issuer, jwks_uri); see forge.toml.example"
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
     let executor = match start(&config).await {
         Ok(s) => s,
         Err(code) => return code,
@@ -55,15 +67,17 @@ pub(super) async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode 
     let code = match args.http {
         None => serve_stdio(executor).await,
         Some(addr) => {
+            let auth = config
+                .auth
+                .clone()
+                .map(|c| Arc::new(crate::auth::Authenticator::new(c)));
+            let access = Access {
+                hosts: args.allow_hosts,
+                origins: args.allow_origins,
+                auth,
+            };
             let forward = super::forward::Forward::new(&config.cluster, executor.runs.clone());
-            serve_http(
-                executor,
-                addr,
-                args.allow_hosts,
-                args.allow_origins,
-                forward,
-            )
-            .await
+            serve_http(executor, addr, access, forward).await
         }
     };
     observing.cancel();
@@ -116,13 +130,25 @@ async fn serve_stdio(executor: Arc<Executor>) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// Who may reach the HTTP server: the Host and Origin headers accepted
+/// besides the loopback ones, and the bearer tokens (`[auth]`), if any.
+struct Access {
+    hosts: Vec<String>,
+    origins: Vec<String>,
+    auth: Option<Arc<crate::auth::Authenticator>>,
+}
+
 async fn serve_http(
     executor: Arc<Executor>,
     addr: SocketAddr,
-    hosts: Vec<String>,
-    origins: Vec<String>,
+    access: Access,
     forward: Option<Arc<super::forward::Forward>>,
 ) -> ExitCode {
+    let Access {
+        hosts,
+        origins,
+        auth,
+    } = access;
     use rmcp::transport::StreamableHttpService;
     use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -167,6 +193,9 @@ async fn serve_http(
     });
     let answers = super::drain::Answers::default();
     let counting = answers.clone();
+    // Outermost first: answers counted for the drain, the bearer token
+    // (`[auth]`), forwarding to the replica that owns a follow-up, then
+    // the session gate, then rmcp's service (which checks Host and Origin).
     let mut mcp =
         axum::Router::new()
             .nest_service("/mcp", service)
@@ -178,10 +207,15 @@ async fn serve_http(
             super::forward::forward(forward.clone(), req, next)
         }));
     }
-    let router = mcp
-        .layer(axum::middleware::from_fn(move |req, next| {
+    let mut router = axum::Router::new();
+    if let Some(auth) = auth {
+        mcp = crate::auth::protect(mcp, auth.clone());
+        router = crate::auth::metadata_routes(&auth);
+    }
+    let router = router
+        .merge(mcp.layer(axum::middleware::from_fn(move |req, next| {
             super::drain::count(counting.clone(), req, next)
-        }))
+        })))
         .merge(super::health::routes(executor.clone(), &hosts));
     // The one line on stdout in HTTP mode: where to connect. Tests and
     // scripts read it to learn the port when ADDR asked for port 0.

@@ -1,26 +1,50 @@
-//! `[cluster]`: a replica's name and the replicas it shares a deployment
-//! with, so a follow-up request that a load balancer sends to the wrong
-//! replica (an MRTR retry, a task poll) is forwarded to the one that runs
-//! the execution (see `cli::forward`).
+//! `[cluster]`: this gateway's name among its replicas (in every audit
+//! line) and the replicas it shares a deployment with, so a follow-up
+//! request that a load balancer sends to the wrong replica (an MRTR retry,
+//! a task poll) is forwarded to the one that runs the execution (see
+//! `cli::forward`).
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-/// Longest replica name. Names go into every run id a client carries and
-/// into audit lines: 32 characters name any fleet.
+/// Longest name of a replica listed in `peers`. Such names go into every
+/// run id a client carries: 32 characters name any fleet.
 pub const MAX_REPLICA_NAME: usize = 32;
 
+/// Longest `replica`, in bytes, outside a cluster: 128, room for any host
+/// name or pod name; it is written in every audit line.
+pub const MAX_REPLICA_BYTES: usize = 128;
+
 /// `[cluster]`, resolved.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterConfig {
-    /// This replica's name (`replica`, usually `${QUICKFORGE_REPLICA}`);
-    /// `None`: not part of a cluster.
-    pub replica: Option<String>,
+    /// This gateway's name among its replicas (`replica`, e.g.
+    /// `${QUICKFORGE_REPLICA}` or `${POD_NAME}`), in every audit line; the
+    /// host's name by default.
+    pub replica: String,
     /// Every replica's own `/mcp` URL by name, this one included (the same
     /// file serves every replica), as its peers reach it directly, not
     /// through the balancer.
     pub peers: BTreeMap<String, url::Url>,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            replica: default_replica(),
+            peers: BTreeMap::new(),
+        }
+    }
+}
+
+/// The host's name, as the default replica name, else `"quickforge"`.
+pub fn default_replica() -> String {
+    gethostname::gethostname()
+        .into_string()
+        .ok()
+        .filter(|h| !h.is_empty() && h.len() <= MAX_REPLICA_BYTES)
+        .unwrap_or_else(|| "quickforge".into())
 }
 
 /// `[cluster]` as written.
@@ -52,17 +76,21 @@ impl RawCluster {
         let replica = match self.replica {
             Some(text) => {
                 let name = expand("replica", &text)?;
-                if !valid_name(&name) {
+                if name.is_empty()
+                    || name.len() > MAX_REPLICA_BYTES
+                    || name.chars().any(char::is_control)
+                {
                     return Err((
                         "replica",
                         format!(
-                            "must be 1 to {MAX_REPLICA_NAME} characters of A-Z a-z 0-9 _ -, got {name:?}"
+                            "must be 1 to {MAX_REPLICA_BYTES} bytes without control characters, got {:?}",
+                            crate::error::preview(&name)
                         ),
                     ));
                 }
-                Some(name)
+                name
             }
-            None => None,
+            None => default_replica(),
         };
         let mut peers = BTreeMap::new();
         for (name, text) in self.peers {
@@ -87,24 +115,14 @@ impl RawCluster {
                 })?;
             peers.insert(name, url);
         }
-        if !peers.is_empty() {
-            match &replica {
-                None => {
-                    return Err((
-                        "replica",
-                        "peers are listed but this replica has no name: set replica (e.g. \"${QUICKFORGE_REPLICA}\")".into(),
-                    ));
-                }
-                Some(me) if !peers.contains_key(me) => {
-                    return Err((
-                        "peers",
-                        format!(
-                            "does not list this replica ({me:?}): list every replica, this one included, so one file serves them all"
-                        ),
-                    ));
-                }
-                Some(_) => {}
-            }
+        if !peers.is_empty() && !peers.contains_key(&replica) {
+            return Err((
+                "peers",
+                format!(
+                    "does not list this replica ({:?}): set replica (e.g. \"${{QUICKFORGE_REPLICA}}\") to one of the names in peers, and list every replica, this one included, so one file serves them all",
+                    crate::error::preview(&replica)
+                ),
+            ));
         }
         Ok(ClusterConfig { replica, peers })
     }

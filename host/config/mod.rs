@@ -12,6 +12,7 @@ use quickforge_filters::expand;
 mod cluster;
 mod forgemax;
 mod observe;
+mod remote;
 mod servers;
 
 use std::collections::BTreeMap;
@@ -22,6 +23,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 pub use cluster::ClusterConfig;
+pub use cluster::default_replica;
 pub use expand::{expand, references_with_fallbacks};
 pub use forgemax::DEFAULT_STARTUP_CONCURRENCY;
 pub use observe::{LogConfig, LogFormat, ObservabilityConfig};
@@ -119,8 +121,12 @@ pub struct Config {
     /// `[sandbox] startup_concurrency` (Forgemax's key): servers connecting
     /// at once, [`DEFAULT_STARTUP_CONCURRENCY`] by default.
     pub startup_concurrency: usize,
-    /// `[cluster]`: this replica's name and its peers.
+    /// `[cluster]`: this gateway's name among its replicas (in every
+    /// audit line) and its peers.
     pub cluster: ClusterConfig,
+    /// `[auth]`: bearer tokens for `serve --http`; `None`: no
+    /// authentication (allowed on a loopback address only).
+    pub auth: Option<crate::auth::AuthConfig>,
 }
 
 impl Default for Config {
@@ -145,6 +151,7 @@ impl Default for Config {
             log: LogConfig::default(),
             startup_concurrency: DEFAULT_STARTUP_CONCURRENCY,
             cluster: ClusterConfig::default(),
+            auth: None,
         }
     }
 }
@@ -169,6 +176,7 @@ struct RawConfig {
     log: LogConfig,
     #[serde(default)]
     cluster: cluster::RawCluster,
+    auth: Option<crate::auth::RawAuth>,
 }
 
 /// `[surface]`: how quickforge's own two tools are listed to its client.
@@ -570,6 +578,7 @@ impl Config {
             None => {}
         }
         let audit = resolve_audit(raw.audit, base_dir, path, &located, lookup)?;
+        let auth = remote::resolve_auth(raw.auth, path, &located, lookup)?;
         if let Some(endpoint) = &raw.observability.otlp_endpoint
             && !url::Url::parse(endpoint).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
         {
@@ -644,6 +653,7 @@ impl Config {
             log: raw.log,
             startup_concurrency: adopted.startup_concurrency,
             cluster,
+            auth,
         })
     }
 }

@@ -34,7 +34,7 @@ impl ForgeServer {
         let tasks = declared.as_ref().is_some_and(|c| c.supports_tasks());
         // A retry with answers to an earlier `input_required` (MRTR).
         if let Some(state) = request.request_state.as_deref() {
-            let Some(run) = self.executor.runs.get(state) else {
+            let Some(run) = self.executor.runs.get(state, self.subject_id()) else {
                 return Ok(gone());
             };
             run.answer(request.input_responses.clone().unwrap_or_default());
@@ -71,7 +71,8 @@ impl ForgeServer {
             let server = self.clone();
             let execution =
                 crate::observe::trace::scope(trace, mode, server.perform(job, upstream));
-            let Some(run) = self.executor.runs.start(execution, pump) else {
+            let owner = self.subject_id();
+            let Some(run) = self.executor.runs.start(execution, pump, owner) else {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                     "busy: quickforge already holds {} running or unfetched executions (tasks and waiting questions); retry shortly",
                     self.executor.runs.limits().max_runs
@@ -125,16 +126,20 @@ impl ForgeServer {
             }
         };
         let handle = match request.arguments.as_ref().and_then(|a| a.get("stash")) {
-            None | Some(Value::Null) => self.session.handle.clone(),
-            Some(Value::String(text)) => match self.executor.handles.open(text) {
-                Some(handle) => handle,
-                None => {
-                    return Err(format!(
-                        "`stash` {:?} is not a stash handle of this gateway (altered, from another gateway, or sealed before its secret changed); pass the `stash` value of an earlier result exactly, or leave it out to use this session's stash",
-                        crate::error::preview(text)
-                    ));
+            None | Some(Value::Null) => self.default_handle(),
+            // Sealed for the subject: another subject's handle fails here
+            // exactly like a forged one.
+            Some(Value::String(text)) => {
+                match self.executor.handles.open_for(text, self.subject_id()) {
+                    Some(handle) => handle,
+                    None => {
+                        return Err(format!(
+                            "`stash` {:?} is not a stash handle of this gateway (altered, from another gateway, or sealed before its secret changed); pass the `stash` value of an earlier result exactly, or leave it out to use this session's stash",
+                            crate::error::preview(text)
+                        ));
+                    }
                 }
-            },
+            }
             Some(_) => {
                 return Err(
                     "`stash` must be a string: the `stash` value of an earlier result".into(),
@@ -175,7 +180,7 @@ impl ForgeServer {
                 to_result(&report, used.as_ref())
             }
             Job::Direct { tool, args } => {
-                let handle = self.session.handle.clone();
+                let handle = self.default_handle();
                 let name = tool.listed.name.clone();
                 let up = Some(upstream.clone());
                 let (report, _) = self
@@ -235,7 +240,7 @@ impl ForgeServer {
     /// The run a task id names, or the spec's error for an unknown one
     /// (`-32602`); a forged, expired or foreign id is unknown.
     pub(super) fn held(&self, id: &str) -> Result<Arc<Run>, McpError> {
-        self.executor.runs.get(id).ok_or_else(|| {
+        self.executor.runs.get(id, self.subject_id()).ok_or_else(|| {
             McpError::invalid_params(
                 format!(
                     "unknown task {:?}: quickforge does not hold it (it finished more than {} s ago, ran in another quickforge process, or was never this gateway's)",

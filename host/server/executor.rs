@@ -40,6 +40,9 @@ pub struct Executor {
     /// The metrics `/metrics` serves (`[observability] metrics`); the audit
     /// log feeds them. `None`: not served.
     pub metrics: Option<Arc<crate::observe::Metrics>>,
+    /// This gateway's name among its replicas (`[cluster] replica`), in
+    /// every audit line.
+    pub replica: Arc<str>,
 }
 
 impl Executor {
@@ -69,6 +72,7 @@ impl Executor {
             validate: true,
             audit: None,
             metrics: None,
+            replica: crate::config::default_replica().into(),
         }
     }
 
@@ -101,7 +105,7 @@ impl Executor {
 
     /// Names this replica of a cluster in the run ids it mints, so a
     /// follow-up that reaches another replica finds its way back.
-    pub fn with_replica(mut self, name: Option<Arc<str>>) -> Executor {
+    pub fn with_run_owner(mut self, name: Option<Arc<str>>) -> Executor {
         self.runs = Arc::new(
             crate::tasks::Runs::new(self.handles.clone(), *self.runs.limits()).owned_by(name),
         );
@@ -127,10 +131,25 @@ impl Executor {
         self
     }
 
-    /// Limits executions to `per_minute` across all sessions.
-    pub fn with_rate_limit(mut self, per_minute: Option<std::num::NonZeroU32>) -> Executor {
-        self.rate = per_minute
-            .map(|n| crate::policy::RateLimit::new(n, "sandbox.max_executions_per_minute"));
+    /// Limits executions to `per_minute` across all sessions, or, with
+    /// `per_subject`, to `per_minute` for each authenticated subject
+    /// (`[auth] rate_limit_scope = "subject"`).
+    pub fn with_rate_limit(
+        mut self,
+        per_minute: Option<std::num::NonZeroU32>,
+        per_subject: bool,
+    ) -> Executor {
+        const WHAT: &str = "sandbox.max_executions_per_minute";
+        self.rate = per_minute.map(|n| match per_subject {
+            true => crate::policy::RateLimit::per_key(n, WHAT),
+            false => crate::policy::RateLimit::new(n, WHAT),
+        });
+        self
+    }
+
+    /// Names this gateway `replica` in the audit lines.
+    pub fn with_replica(mut self, replica: &str) -> Executor {
+        self.replica = replica.into();
         self
     }
 

@@ -28,6 +28,7 @@ use crate::session::Session;
 mod call;
 mod direct;
 mod executor;
+mod owner;
 mod result;
 mod run;
 mod surface;
@@ -124,6 +125,11 @@ pub struct ForgeServer {
     capped: bool,
     /// The session's client, for the relay (see [`ForgeServer::client`]).
     client: Arc<std::sync::OnceLock<Arc<ClientLink>>>,
+    /// The authenticated subject the session serves, set by its first
+    /// request (`None` inside: no `[auth]`); see `owner.rs`.
+    owner: Arc<std::sync::OnceLock<Option<crate::auth::Subject>>>,
+    /// The session's stash handle sealed for `owner`, minted on first use.
+    bound: Arc<std::sync::OnceLock<crate::state::Handle>>,
 }
 
 impl ForgeServer {
@@ -156,6 +162,8 @@ impl ForgeServer {
             session: Arc::new(session),
             capped: false,
             client: Arc::default(),
+            owner: Arc::default(),
+            bound: Arc::default(),
         }
     }
 
@@ -213,6 +221,7 @@ impl ServerHandler for ForgeServer {
         request: InitializeRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
+        self.bind(&cx)?;
         if self.capped {
             self.session
                 .take_place(&self.executor.session_cap)
@@ -402,14 +411,16 @@ impl ServerHandler for ForgeServer {
         request: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        self.bind(&cx)?;
         self.call(request, cx).await
     }
 
     async fn get_task(
         &self,
         request: GetTaskParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
+        self.bind(&cx)?;
         let run = self.held(&request.task_id)?;
         Ok(GetTaskResult::new(
             run.detailed(self.executor.runs.limits()),
@@ -419,8 +430,9 @@ impl ServerHandler for ForgeServer {
     async fn update_task(
         &self,
         request: UpdateTaskParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        self.bind(&cx)?;
         self.held(&request.task_id)?.answer(request.input_responses);
         Ok(())
     }
@@ -428,8 +440,9 @@ impl ServerHandler for ForgeServer {
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        self.bind(&cx)?;
         self.held(&request.task_id)?.cancel();
         Ok(())
     }

@@ -62,6 +62,8 @@ impl ForgeServer {
                     audit,
                     arrival: crate::audit::Arrival {
                         session: &self.session.id,
+                        subject: self.subject_id(),
+                        replica: &self.executor.replica,
                         stash: stash.handle(),
                         at: std::time::SystemTime::now(),
                         mode,
@@ -97,7 +99,12 @@ impl ForgeServer {
                 "the gateway is shutting down and takes no new executions",
             ));
         }
-        if let Some(Err(e)) = self.executor.rate.as_ref().map(|r| r.take()) {
+        if let Some(Err(e)) = self
+            .executor
+            .rate
+            .as_ref()
+            .map(|r| r.take_for(self.subject_id()))
+        {
             let mut err = crate::error::ExecutionError::new(
                 crate::error::ErrorKind::RateLimited,
                 e.message.clone(),

@@ -5,9 +5,16 @@
 //! A handle reads `qfs_` + 32 hex digits of randomness + 24 hex digits of
 //! tag (HMAC-SHA256 of the random part under the [`HandleKey`], cut to 96
 //! bits). A handle presented by a client is opened with
-//! [`HandleKey::open`], which checks the tag in constant time before
+//! [`HandleKey::open_for`], which checks the tag in constant time before
 //! anything is looked up: a guessed, altered or foreign handle never reaches
 //! the store, and it is refused exactly like one that never existed.
+//!
+//! Behind `[auth]`, a handle is also bound to the subject it was minted
+//! for: the tag covers the subject ([`HandleKey::mint_for`]), so the same
+//! text opened for another subject ([`HandleKey::open_for`]) fails the tag
+//! check, and is refused exactly like a forged handle. Nothing is stored
+//! for the binding, so it holds across restarts and replicas that share the
+//! secret.
 
 use std::path::{Path, PathBuf};
 
@@ -113,38 +120,61 @@ impl HandleKey {
         }
     }
 
-    fn tag(&self, id: &str) -> Hmac<Sha256> {
+    /// The tag of the id `body` (prefix and random part) for `subject`.
+    /// Without a subject the tag covers the id alone, as before `[auth]`;
+    /// with one, a NUL and the subject follow: the id is of fixed length
+    /// and holds no NUL, so no (id, subject) pair reads as another.
+    fn tag(&self, body: &str, subject: Option<&str>) -> Hmac<Sha256> {
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key size");
-        mac.update(id.as_bytes());
+        mac.update(body.as_bytes());
+        if let Some(subject) = subject {
+            mac.update(b"\0");
+            mac.update(subject.as_bytes());
+        }
         mac
     }
 
     /// A new handle sealed with this key.
     pub fn mint(&self) -> Handle {
-        Handle(self.mint_as(PREFIX).into())
+        self.mint_for(None)
     }
 
-    /// The handle `text` names, if this key sealed it. The tag is checked
-    /// in constant time; every failure is the same `None`.
-    pub fn open(&self, text: &str) -> Option<Handle> {
-        self.opens_as(PREFIX, text).then(|| Handle(text.into()))
+    /// A new handle sealed with this key for `subject` (the authenticated
+    /// caller, `None` without `[auth]`): it opens for that subject only.
+    pub fn mint_for(&self, subject: Option<&str>) -> Handle {
+        Handle(self.mint_as(PREFIX, subject).into())
+    }
+
+    /// The handle `text` names, if this key sealed it for `subject` (`None`
+    /// without `[auth]`). The tag is checked in constant time; every failure
+    /// is the same `None`: a handle of another subject fails exactly as a
+    /// forged one does.
+    pub fn open_for(&self, text: &str, subject: Option<&str>) -> Option<Handle> {
+        self.opens_as(PREFIX, text, subject)
+            .then(|| Handle(text.into()))
     }
 
     /// A new id of another kind (`prefix` tells the kinds apart: a task id
-    /// is not a stash handle), random and sealed like a handle.
-    pub fn mint_as(&self, prefix: &str) -> String {
+    /// is not a stash handle), random and sealed like a handle for
+    /// `subject`, as [`HandleKey::mint_for`].
+    pub fn mint_as(&self, prefix: &str, subject: Option<&str>) -> String {
         let mut random = [0u8; Handle::RANDOM_BYTES];
         getrandom::fill(&mut random).expect("the OS random source works");
         let id = hex::encode(random);
         // The tag covers the prefix too: an id of one kind never opens as
         // another.
-        let tag = hex::encode(self.tag(&format!("{prefix}{id}")).finalize().into_bytes());
+        let tag = hex::encode(
+            self.tag(&format!("{prefix}{id}"), subject)
+                .finalize()
+                .into_bytes(),
+        );
         format!("{prefix}{id}{}", &tag[..TAG_HEX])
     }
 
-    /// Whether this key sealed `text` as an id of the kind `prefix`; the
-    /// tag is checked in constant time.
-    pub fn opens_as(&self, prefix: &str, text: &str) -> bool {
+    /// Whether this key sealed `text` as an id of the kind `prefix` for
+    /// `subject` (false for another subject, or for none); the tag is
+    /// checked in constant time.
+    pub fn opens_as(&self, prefix: &str, text: &str, subject: Option<&str>) -> bool {
         let Some(body) = text.strip_prefix(prefix) else {
             return false;
         };
@@ -156,7 +186,7 @@ impl HandleKey {
         let Ok(tag) = hex::decode(tag) else {
             return false;
         };
-        self.tag(&format!("{prefix}{id}"))
+        self.tag(&format!("{prefix}{id}"), subject)
             .verify_truncated_left(&tag)
             .is_ok()
     }
@@ -189,8 +219,8 @@ mod tests {
         let (key, other) = (HandleKey::random(), HandleKey::random());
         let h = key.mint();
         assert_eq!(h.as_str().len(), PREFIX.len() + ID_HEX + TAG_HEX);
-        assert_eq!(key.open(h.as_str()), Some(h.clone()));
-        assert_eq!(other.open(h.as_str()), None);
+        assert_eq!(key.open_for(h.as_str(), None), Some(h.clone()));
+        assert_eq!(other.open_for(h.as_str(), None), None);
     }
 
     #[test]
@@ -203,7 +233,7 @@ mod tests {
             let mut bytes = text.as_bytes().to_vec();
             bytes[at] = if bytes[at] == b'0' { b'1' } else { b'0' };
             let altered = String::from_utf8(bytes).unwrap();
-            assert_eq!(key.open(&altered), None, "{altered}");
+            assert_eq!(key.open_for(&altered, None), None, "{altered}");
         }
         for bad in [
             "",
@@ -214,8 +244,25 @@ mod tests {
             "qfs_zz",
             &text.to_ascii_uppercase(),
         ] {
-            assert_eq!(key.open(bad), None, "{bad:?}");
+            assert_eq!(key.open_for(bad, None), None, "{bad:?}");
         }
+    }
+
+    /// Issue 23 (per-user isolation): a handle minted for one subject
+    /// opens for that subject only, never for another or for none.
+    #[test]
+    fn a_handle_minted_for_a_subject_opens_for_it_only() {
+        let key = HandleKey::random();
+        let h = key.mint_for(Some("alice"));
+        assert_eq!(key.open_for(h.as_str(), Some("alice")), Some(h.clone()));
+        assert_eq!(key.open_for(h.as_str(), Some("bob")), None);
+        assert_eq!(key.open_for(h.as_str(), Some("alice\0")), None);
+        assert_eq!(key.open_for(h.as_str(), None), None);
+        let plain = key.mint();
+        assert_eq!(key.open_for(plain.as_str(), Some("alice")), None);
+        let run = key.mint_as("qft_", Some("alice"));
+        assert!(key.opens_as("qft_", &run, Some("alice")));
+        assert!(!key.opens_as("qft_", &run, Some("bob")));
     }
 
     #[test]
@@ -223,12 +270,12 @@ mod tests {
         let h = HandleKey::from_secret("correct horse").mint();
         assert!(
             HandleKey::from_secret("correct horse")
-                .open(h.as_str())
+                .open_for(h.as_str(), None)
                 .is_some()
         );
         assert!(
             HandleKey::from_secret("correct horsf")
-                .open(h.as_str())
+                .open_for(h.as_str(), None)
                 .is_none()
         );
     }
@@ -241,7 +288,7 @@ mod tests {
         let (again, source) = HandleKey::load(None, Some(dir.path()));
         assert!(matches!(source, KeySource::Kept(_)), "{source:?}");
         let h = first.mint();
-        assert!(again.open(h.as_str()).is_some());
+        assert!(again.open_for(h.as_str(), None).is_some());
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

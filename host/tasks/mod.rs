@@ -271,7 +271,16 @@ impl Runs {
     /// [`crate::relay::Upstream::parked`]) parking its questions beside it;
     /// `None` when `max_runs` runs are held and none has finished (the
     /// caller refuses the execution as busy).
-    pub fn start<F>(&self, execution: F, pump: crate::relay::Pump) -> Option<Arc<Run>>
+    ///
+    /// The run's id is sealed for `subject` (the authenticated caller,
+    /// `None` without `[auth]`), so only it can poll, answer or cancel the
+    /// run (see [`Runs::get`]).
+    pub fn start<F>(
+        &self,
+        execution: F,
+        pump: crate::relay::Pump,
+        subject: Option<&str>,
+    ) -> Option<Arc<Run>>
     where
         F: Future<Output = CallToolResult> + Send + 'static,
     {
@@ -303,7 +312,7 @@ impl Runs {
             }
         }
         let run = Arc::new(Run {
-            id: self.key.mint_as(&prefix_of(self.owner.as_deref())),
+            id: self.key.mint_as(&prefix_of(self.owner.as_deref()), subject),
             created: SystemTime::now(),
             questions: Arc::default(),
             outcome: watch::Sender::new(None),
@@ -332,8 +341,13 @@ impl Runs {
 
     /// The run `id` names, if this gateway sealed it and still holds it.
     /// Every failure is the same `None`.
-    pub fn get(&self, id: &str) -> Option<Arc<Run>> {
-        if !self.key.opens_as(&prefix_of(self.owner.as_deref()), id) {
+    /// A run started for another subject is `None` too, exactly like one
+    /// never started.
+    pub fn get(&self, id: &str, subject: Option<&str>) -> Option<Arc<Run>> {
+        if !self
+            .key
+            .opens_as(&prefix_of(self.owner.as_deref()), id, subject)
+        {
             return None;
         }
         self.lock().get(id).cloned()
@@ -350,13 +364,14 @@ impl Runs {
         self.owner.as_ref()
     }
 
-    /// The replica that minted `id`, when `id` is a run id of a cluster
-    /// sealed under this gateway's secret (which every replica shares);
-    /// `None` for anything else, forged ids included.
-    pub fn owner_of<'a>(&self, id: &'a str) -> Option<&'a str> {
+    /// The replica that minted `id` for `subject`, when `id` is a run id
+    /// of a cluster sealed under this gateway's secret (which every replica
+    /// shares); `None` for anything else, forged ids and another subject's
+    /// ids included.
+    pub fn owner_of<'a>(&self, id: &'a str, subject: Option<&str>) -> Option<&'a str> {
         let (name, _) = id.strip_prefix(RUN_PREFIX)?.split_once('.')?;
         self.key
-            .opens_as(&prefix_of(Some(name)), id)
+            .opens_as(&prefix_of(Some(name)), id, subject)
             .then_some(name)
     }
 }

@@ -293,6 +293,20 @@ fn the_example_config_documents_every_key_and_loads() {
         "max_ipc_message_size_mb",
         "max_calls",
         "expose",
+        "replica",
+        "peers",
+        "resource",
+        "authorization_servers",
+        "rate_limit_scope",
+        "subject",
+        "sha256",
+        "issuer",
+        "jwks_uri",
+        "audience",
+        "algorithms",
+        "leeway_secs",
+        "jwks_refresh_secs",
+        "jwks_max_age_secs",
     ] {
         assert!(
             text.contains(&format!("{key} =")),
@@ -488,34 +502,29 @@ fn expose_is_code_direct_or_globs() {
 }
 
 /// Issue 23 item 4: `[cluster]` names this replica and lists every
-/// replica's own URL; a name that cannot go into a run id, peers without a
-/// name for this replica, a list that leaves this replica out and a URL
-/// that is not http(s) are each refused at their key, saying what to write.
+/// replica's own URL; a peer name that cannot go into a run id, a list
+/// that leaves this replica out and a URL that is not http(s) are each
+/// refused at their key, saying what to write.
 #[test]
 fn cluster_names_this_replica_among_its_peers() {
     let c = parse(
         "[cluster]\nreplica = \"r1\"\npeers.r1 = \"http://127.0.0.1:8781/mcp\"\npeers.r2 = \"http://10.0.0.2:8781/mcp\"\n",
     )
     .unwrap();
-    assert_eq!(c.cluster.replica.as_deref(), Some("r1"));
+    assert_eq!(c.cluster.replica, "r1");
     assert_eq!(c.cluster.peers.len(), 2);
     assert_eq!(c.cluster.peers["r2"].as_str(), "http://10.0.0.2:8781/mcp");
-    assert!(parse("").unwrap().cluster.replica.is_none());
+    assert!(parse("").unwrap().cluster.peers.is_empty());
     for (toml, key, says) in [
         (
-            "[cluster]\nreplica = \"r.1\"\n",
-            "cluster.replica",
+            "[cluster]\nreplica = \"r.1\"\npeers.\"r.1\" = \"http://127.0.0.1:8781/mcp\"\n",
+            "cluster.peers",
             "A-Z a-z 0-9 _ -",
-        ),
-        (
-            "[cluster]\npeers.r1 = \"http://127.0.0.1:8781/mcp\"\n",
-            "cluster.replica",
-            "has no name",
         ),
         (
             "[cluster]\nreplica = \"r3\"\npeers.r1 = \"http://127.0.0.1:8781/mcp\"\n",
             "cluster.peers",
-            "this one included",
+            "does not list this replica",
         ),
         (
             "[cluster]\nreplica = \"r1\"\npeers.r1 = \"ftp://127.0.0.1/mcp\"\n",
@@ -526,4 +535,37 @@ fn cluster_names_this_replica_among_its_peers() {
         let e = error(toml);
         assert!(e.contains(key) && e.contains(says), "{toml}: {e}");
     }
+}
+
+/// Issue 23: `[auth]` and `[cluster]` are checked at load like every other
+/// table: a bad token hash names its key and line, `[auth]` without a way
+/// to check tokens says what to add, a symmetric JWT algorithm is refused,
+/// and `[cluster] replica` takes `${VAR}`.
+#[test]
+fn auth_and_replica_are_checked_at_load() {
+    let e = error(
+        "[auth]\nresource = \"https://gw.test/mcp\"\n\n[[auth.tokens]]\nsubject = \"alice\"\nsha256 = \"abc\"\n",
+    );
+    assert!(
+        e.contains("forge.toml:4")
+            && e.contains("auth.tokens[0].sha256")
+            && e.contains("quickforge auth hash-token"),
+        "{e}"
+    );
+    let e = error("[auth]\nresource = \"https://gw.test/mcp\"\n");
+    assert!(
+        e.contains("[[auth.tokens]]") && e.contains("[auth.jwt]"),
+        "{e}"
+    );
+    let e = error(
+        "[auth]\nresource = \"https://gw.test/mcp\"\n[auth.jwt]\nissuer = \"https://id.test\"\njwks_uri = \"https://id.test/jwks\"\nalgorithms = [\"HS256\"]\n",
+    );
+    assert!(
+        e.contains("auth.jwt.algorithms") && e.contains("symmetric"),
+        "{e}"
+    );
+    let c = parse("[cluster]\nreplica = \"gw-${GITHUB_TOKEN}\"\n").unwrap();
+    assert_eq!(c.cluster.replica, "gw-value-of-GITHUB_TOKEN");
+    let e = error("[cluster]\nreplica = \"\"\n");
+    assert!(e.contains("cluster.replica"), "{e}");
 }

@@ -20,11 +20,19 @@ pub(crate) fn tls() {
 /// Starts `quickforge serve --http 127.0.0.1:0` and returns it with its URL.
 pub(crate) async fn serve_http(config: &std::path::Path) -> (tokio::process::Child, String) {
     let mut cmd = quickforge_cmd(Some(config));
+    cmd.stderr(Stdio::inherit());
+    serve_http_with(cmd).await
+}
+
+/// Starts `cmd` (a `quickforge` command with its config, environment and
+/// stderr set) as `serve --http 127.0.0.1:0`, and returns it with its URL.
+pub(crate) async fn serve_http_with(
+    mut cmd: tokio::process::Command,
+) -> (tokio::process::Child, String) {
     let mut child = cmd
         .args(["serve", "--http", "127.0.0.1:0"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();

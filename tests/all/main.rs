@@ -2,6 +2,7 @@
 
 mod api;
 mod audit;
+mod auth;
 mod boundary;
 mod bypass_corpus;
 mod cli;

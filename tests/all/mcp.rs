@@ -131,6 +131,25 @@ pub fn test_env(cmd: &mut tokio::process::Command) -> &mut tokio::process::Comma
         .kill_on_drop(true)
 }
 
+/// Runs `cmd` with `input` on its stdin, and returns what it printed and
+/// how it ended.
+pub async fn output_with_stdin(
+    cmd: &mut tokio::process::Command,
+    input: &[u8],
+) -> std::process::Output {
+    use tokio::io::AsyncWriteExt;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input).await.unwrap();
+    drop(stdin);
+    child.wait_with_output().await.unwrap()
+}
+
 /// A running gateway and an MCP client session with it.
 pub struct Session {
     /// The client.

@@ -1,9 +1,6 @@
 //! The log's JSON format (issue 21, item 4), through the real binary.
 
-use std::process::Stdio;
-
 use serde_json::Value;
-use tokio::io::AsyncWriteExt as _;
 
 use crate::mcp::*;
 
@@ -13,19 +10,10 @@ const TOKEN: &str = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
 /// subcommand; its stdout and stderr.
 async fn run(config: &std::path::Path, args: &[&str], code: &str) -> (String, String) {
     let mut cmd = quickforge_cmd(Some(config));
-    let mut child = cmd
-        .args(args)
+    cmd.args(args)
         .args(["run", "-"])
-        .env("QUICKFORGE_LOG", "quickforge=info,warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(code.as_bytes()).await.unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().await.unwrap();
+        .env("QUICKFORGE_LOG", "quickforge=info,warn");
+    let out = output_with_stdin(&mut cmd, code.as_bytes()).await;
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),

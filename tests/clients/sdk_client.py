@@ -14,6 +14,10 @@ list read from stdin, each one of:
   {"call": NAME, "args": {...}}           any tool (a direct tool) with arguments
 
 One JSON line per step is printed, with the negotiated protocol version.
+
+Instead of the list, stdin may hold {"bearer": TOKEN, "steps": [...]}: the
+client then sends `Authorization: Bearer TOKEN` on every HTTP request
+(tests/all/auth.rs; the token travels on stdin, not on the command line).
 """
 
 import asyncio
@@ -27,11 +31,20 @@ from mcp.client.stdio import StdioServerParameters
 MODES = {"2026-07-28": "auto", "2025-11-25": "legacy"}
 
 
-async def main(era: str, target: list[str], steps: list[dict]) -> None:
+async def main(era: str, target: list[str], steps: list[dict] | dict) -> None:
+    bearer = None
+    if isinstance(steps, dict):
+        bearer, steps = steps["bearer"], steps["steps"]
     if target[0] == "--":
         # The whole environment goes to the server: the test sets its cache
         # dir and log level there.
         server = StdioServerParameters(command=target[1], args=target[2:], env=dict(os.environ))
+    elif bearer is not None:
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {bearer}"})
+        server = streamable_http_client(target[0], http_client=http)
     else:
         server = target[0]
     results: list[dict] = []

@@ -1,0 +1,64 @@
+//! Whose session this is: the authenticated subject (`[auth]`) of its
+//! first request, which every later request must share, and the stash,
+//! task ids and MRTR states sealed for it.
+//!
+//! The auth middleware (`crate::auth`) puts the [`Subject`] into the HTTP
+//! request's extensions; rmcp hands the request's parts to every handler
+//! in its context. Without `[auth]` (stdio, or HTTP on loopback) there is
+//! no subject, and everything works as before.
+
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+
+use super::ForgeServer;
+use crate::auth::Subject;
+use crate::state::Handle;
+
+/// The subject an MCP request came with, if any.
+fn subject_of(cx: &RequestContext<RoleServer>) -> Option<Subject> {
+    cx.extensions
+        .get::<axum::http::request::Parts>()?
+        .extensions
+        .get::<Subject>()
+        .cloned()
+}
+
+impl ForgeServer {
+    /// Binds this session to the subject of `cx` on its first request, and
+    /// refuses a request of another subject afterwards (a session id that
+    /// leaked is of no use to anyone else).
+    pub(super) fn bind(&self, cx: &RequestContext<RoleServer>) -> Result<(), McpError> {
+        let subject = subject_of(cx);
+        if *self.owner.get_or_init(|| subject.clone()) != subject {
+            return Err(McpError::invalid_request(
+                "this MCP session belongs to another authenticated subject; open a session of your own",
+                None,
+            ));
+        }
+        Ok(())
+    }
+
+    /// The subject this session serves, once bound.
+    pub(super) fn subject(&self) -> Option<&Subject> {
+        self.owner.get().and_then(Option::as_ref)
+    }
+
+    /// The subject's id, for sealing and opening ids.
+    pub(super) fn subject_id(&self) -> Option<&str> {
+        self.subject().map(Subject::id)
+    }
+
+    /// The session's own stash: without a subject, the handle the session
+    /// was made with; with one, a handle sealed for that subject (minted on
+    /// first use), so that the subject can reach it from another session
+    /// and nobody else can.
+    pub(super) fn default_handle(&self) -> Handle {
+        match self.subject() {
+            None => self.session.handle.clone(),
+            Some(s) => self
+                .bound
+                .get_or_init(|| self.executor.handles.mint_for(Some(s.id())))
+                .clone(),
+        }
+    }
+}
