@@ -284,6 +284,9 @@ pub struct RateLimit {
     limiter: DefaultDirectRateLimiter,
     per_minute: u32,
     what: String,
+    /// Set when the state backend is Redis: the same quota, decided in
+    /// Redis for every gateway sharing it ([`RateLimit::share`]).
+    shared: std::sync::OnceLock<crate::state::redis::rate::SharedRate>,
 }
 
 impl std::fmt::Debug for RateLimit {
@@ -299,18 +302,68 @@ impl RateLimit {
     /// `per_minute` events a minute; `what` names the limit in errors
     /// (e.g. `servers.github.calls_per_minute`).
     pub fn new(per_minute: NonZeroU32, what: impl Into<String>) -> RateLimit {
-        let burst = NonZeroU32::new((per_minute.get() / 6).max(1)).unwrap_or(NonZeroU32::MIN);
         RateLimit {
-            limiter: RateLimiter::direct(Quota::per_minute(per_minute).allow_burst(burst)),
+            limiter: RateLimiter::direct(
+                Quota::per_minute(per_minute).allow_burst(burst(per_minute)),
+            ),
             per_minute: per_minute.get(),
             what: what.into(),
+            shared: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Decides through `redis` from now on (once; later calls change
+    /// nothing), so that every gateway sharing it counts against one limit.
+    pub fn share(&self, redis: &std::sync::Arc<crate::state::redis::Redis>) {
+        let burst = burst(NonZeroU32::new(self.per_minute).unwrap_or(NonZeroU32::MIN));
+        let _ = self.shared.set(crate::state::redis::rate::SharedRate::new(
+            redis.clone(),
+            &self.what,
+            self.per_minute,
+            burst.get(),
+        ));
+    }
+
+    /// Whether [`RateLimit::share`] made it shared: then only
+    /// [`RateLimit::take_shared`] counts it across gateways.
+    pub fn is_shared(&self) -> bool {
+        self.shared.get().is_some()
+    }
+
+    /// Takes one event: in Redis when shared, else as [`RateLimit::take`].
+    /// When Redis does not answer, this gateway's own limiter decides (with
+    /// a warning): admission keeps working while Redis is down, each
+    /// replica holding to the whole limit on its own until it is back,
+    /// rather than refusing every call (`STATE_UNAVAILABLE`) or admitting
+    /// without any limit.
+    pub async fn take_shared(&self) -> Result<(), ForgeError> {
+        let Some(shared) = self.shared.get() else {
+            return self.take();
+        };
+        match shared.take().await {
+            Ok(None) => Ok(()),
+            Ok(Some(wait)) => Err(self.refused(wait)),
+            Err(e) => {
+                tracing::warn!(
+                    limit = %self.what,
+                    "shared rate limit: Redis did not answer ({}); this gateway's own limiter decides",
+                    e.message
+                );
+                self.take()
+            }
         }
     }
 
     /// Takes one event, or fails with `RATE_LIMITED` saying when to retry.
     pub fn take(&self) -> Result<(), ForgeError> {
         self.limiter.check().map_err(|not_until| {
-            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            self.refused(not_until.wait_time_from(DefaultClock::default().now()))
+        })
+    }
+
+    /// The `RATE_LIMITED` refusal for a retry in `wait`.
+    fn refused(&self, wait: Duration) -> ForgeError {
+        {
             let wait = wait.max(Duration::from_millis(1));
             ForgeError::new(
                 ErrorCode::RateLimited,
@@ -325,8 +378,14 @@ impl RateLimit {
                 "wait {} ms, or batch the work into fewer calls",
                 wait.as_millis()
             ))
-        })
+        }
     }
+}
+
+/// The burst a per-minute quota allows: a sixth of it (ten seconds' worth),
+/// at least one.
+fn burst(per_minute: NonZeroU32) -> NonZeroU32 {
+    NonZeroU32::new((per_minute.get() / 6).max(1)).unwrap_or(NonZeroU32::MIN)
 }
 
 #[cfg(test)]

@@ -117,6 +117,9 @@ pub struct Config {
     /// `[sandbox] startup_concurrency` (Forgemax's key): servers connecting
     /// at once, [`DEFAULT_STARTUP_CONCURRENCY`] by default.
     pub startup_concurrency: usize,
+    /// `[state]`: where the stash, the HTTP session records and the rate
+    /// limits live (memory, or a Redis shared by replicas).
+    pub state: crate::state::Backend,
 }
 
 impl Default for Config {
@@ -140,6 +143,7 @@ impl Default for Config {
             observability: ObservabilityConfig::default(),
             log: LogConfig::default(),
             startup_concurrency: DEFAULT_STARTUP_CONCURRENCY,
+            state: crate::state::Backend::Memory,
         }
     }
 }
@@ -162,6 +166,8 @@ struct RawConfig {
     observability: ObservabilityConfig,
     #[serde(default)]
     log: LogConfig,
+    #[serde(default)]
+    state: crate::state::StateConfig,
 }
 
 /// `[surface]`: how quickforge's own two tools are listed to its client.
@@ -563,6 +569,7 @@ impl Config {
             None => {}
         }
         let audit = resolve_audit(raw.audit, base_dir, path, &located, lookup)?;
+        let state = resolve_state(raw.state, path, &located, lookup)?;
         if let Some(endpoint) = &raw.observability.otlp_endpoint
             && !url::Url::parse(endpoint).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
         {
@@ -626,6 +633,7 @@ impl Config {
             tasks,
             observability: raw.observability,
             log: raw.log,
+            state,
             startup_concurrency: adopted.startup_concurrency,
         })
     }
@@ -681,4 +689,22 @@ fn resolve_audit(
         audit.file = Some(base_dir.join(file));
     }
     Ok(audit)
+}
+
+/// `[state]`, `${VAR}` expanded in `backend`, validated.
+fn resolve_state(
+    mut raw: crate::state::StateConfig,
+    path: &Path,
+    located: &Located<'_>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<crate::state::Backend, ConfigError> {
+    let invalid = |key: &str, message: String| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        line: located.line_of(&["state", key]),
+        key: format!("state.{key}"),
+        message,
+    };
+    raw.backend = expand(&raw.backend, lookup).map_err(|e| invalid("backend", e.to_string()))?;
+    raw.backend()
+        .map_err(|(key, message)| invalid(key, message))
 }

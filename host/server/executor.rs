@@ -40,6 +40,9 @@ pub struct Executor {
     /// The metrics `/metrics` serves (`[observability] metrics`); the audit
     /// log feeds them. `None`: not served.
     pub metrics: Option<Arc<crate::observe::Metrics>>,
+    /// The Redis of `[state] backend`, when state is shared: it also holds
+    /// the HTTP session records and the shared rate limits.
+    pub redis: Option<Arc<crate::state::redis::Redis>>,
 }
 
 impl Executor {
@@ -69,6 +72,7 @@ impl Executor {
             validate: true,
             audit: None,
             metrics: None,
+            redis: None,
         }
     }
 
@@ -116,6 +120,29 @@ impl Executor {
     pub fn with_rate_limit(mut self, per_minute: Option<std::num::NonZeroU32>) -> Executor {
         self.rate = per_minute
             .map(|n| crate::policy::RateLimit::new(n, "sandbox.max_executions_per_minute"));
+        self
+    }
+
+    /// Keeps state in `redis` (when `Some`): the stashes, bounded by
+    /// `stash_limits`, and the rate limits set so far (the executions' and
+    /// every server's), shared with every gateway using the same Redis.
+    pub fn with_redis(
+        mut self,
+        redis: Option<Arc<crate::state::redis::Redis>>,
+        stash_limits: StashLimits,
+    ) -> Executor {
+        let Some(redis) = redis else {
+            return self;
+        };
+        self.store = Arc::new(crate::state::RedisStore::new(redis.clone(), stash_limits));
+        let servers = self
+            .gateway
+            .servers()
+            .filter_map(|s| s.guards.rate.as_ref());
+        for rate in self.rate.iter().chain(servers) {
+            rate.share(&redis);
+        }
+        self.redis = Some(redis);
         self
     }
 

@@ -97,7 +97,11 @@ impl ForgeServer {
                 "the gateway is shutting down and takes no new executions",
             ));
         }
-        if let Some(Err(e)) = self.executor.rate.as_ref().map(|r| r.take()) {
+        let rate = match &self.executor.rate {
+            Some(rate) => rate.take_shared().await,
+            None => Ok(()),
+        };
+        if let Err(e) = rate {
             let mut err = crate::error::ExecutionError::new(
                 crate::error::ErrorKind::RateLimited,
                 e.message.clone(),

@@ -35,6 +35,7 @@ mod metrics;
 mod observe;
 mod policy;
 mod redaction;
+mod redis_state;
 mod relay;
 mod soak;
 mod state;
