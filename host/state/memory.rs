@@ -161,4 +161,4 @@ impl StateStore for MemoryStore {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -302,3 +302,37 @@ async fn a_2025_session_opened_on_one_gateway_is_used_through_another() {
         g.start_kill().unwrap();
     }
 }
+
+/// Weakness: a gateway that needs its state store to start would turn a
+/// Redis outage into a gateway outage. Here the gateway starts while Redis
+/// is down: scripts that do not use the stash run, stash operations fail
+/// as `STATE_UNAVAILABLE`, and once Redis starts the stash works.
+#[tokio::test]
+async fn a_gateway_starts_while_redis_is_down() {
+    tls();
+    let mut redis = RedisServer::start(&[]);
+    redis.kill();
+    let (mut g, url) = gateway("redis-down-at-start", &config(&redis, "")).await;
+    let c = open(&url).await;
+    assert_eq!(value(&c, "async () => 6 * 7", None).await, 42);
+    let refused = value(
+        &c,
+        r#"async () => { try { await forge.stash.put("k", 1); return "stored"; } catch (e) { return e.code; } }"#,
+        None,
+    )
+    .await;
+    assert_eq!(refused, "STATE_UNAVAILABLE");
+    redis.restart();
+    let stored = eventually(Duration::from_secs(15), || async {
+        let r = execute(
+            &c,
+            r#"async () => { await forge.stash.put("k", 1); return forge.stash.get("k"); }"#,
+            None,
+        )
+        .await;
+        (r.is_error != Some(true)).then(|| ok_value(&r))
+    })
+    .await;
+    assert_eq!(stored, 1);
+    g.start_kill().unwrap();
+}

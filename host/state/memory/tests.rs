@@ -9,7 +9,9 @@ use super::*;
 use crate::error::ErrorCode;
 use crate::state::Handle;
 
-fn limits() -> StashLimits {
+/// Small caps, so each test reaches them in a few puts (the Redis
+/// backend's tests use them too).
+pub(in crate::state) fn limits() -> StashLimits {
     StashLimits {
         max_keys: 4,
         max_value_size: 100,
@@ -23,7 +25,7 @@ fn limits() -> StashLimits {
     }
 }
 
-fn at<'a>(handle: &'a Handle, space: Option<&'a Arc<str>>) -> At<'a> {
+pub(in crate::state) fn at<'a>(handle: &'a Handle, space: Option<&'a Arc<str>>) -> At<'a> {
     At { handle, space }
 }
 
@@ -32,7 +34,7 @@ fn usage(stashes: usize, bytes: usize) -> Usage {
 }
 
 /// A value whose entry costs exactly `n` bytes under the one-byte key "k".
-fn value(n: usize) -> String {
+pub(in crate::state) fn value(n: usize) -> String {
     format!("\"{}\"", "x".repeat(n - 3))
 }
 

@@ -2,6 +2,11 @@
 //! the local limiter ([`crate::policy::RateLimit`]: `per_minute` a minute,
 //! bursts of `per_minute / 6`), decided by one Lua script on Redis's clock,
 //! so N replicas together admit what one would, not N times as much.
+//!
+//! Hand-written (a ten-line script, `gcra.lua`) because governor keeps its
+//! state in process memory, and redis-cell, the Redis module that does
+//! GCRA, is not part of Debian's Redis; the algorithm is governor's, so the
+//! shared limit admits exactly what the local one does.
 
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;

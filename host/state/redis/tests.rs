@@ -11,18 +11,14 @@ use std::time::{Duration, Instant};
 use super::testing::RedisServer;
 use super::*;
 use crate::state::Handle;
+use crate::state::memory::tests::{at, value};
 
+/// The memory store's test caps, with eviction after 1 s of Redis time
+/// (Redis's clock cannot be paused).
 fn limits() -> StashLimits {
     StashLimits {
-        max_keys: 4,
-        max_value_size: 100,
-        max_total_size: 200,
-        default_ttl_secs: 60,
-        max_ttl_secs: 600,
-        max_stashes: 3,
-        max_gateway_size: 350,
         evict_idle_secs: 1,
-        secret: None,
+        ..crate::state::memory::tests::limits()
     }
 }
 
@@ -35,15 +31,6 @@ fn connect(server: &RedisServer, timeout_ms: u64) -> Arc<Redis> {
     .backend()
     .unwrap();
     Redis::open(&backend).unwrap().unwrap()
-}
-
-fn at<'a>(handle: &'a Handle, space: Option<&'a Arc<str>>) -> At<'a> {
-    At { handle, space }
-}
-
-/// A value whose entry costs exactly `n` bytes under the one-byte key "k".
-fn value(n: usize) -> String {
-    format!("\"{}\"", "x".repeat(n - 3))
 }
 
 /// The operations answer as the memory store does, spaces included: a
