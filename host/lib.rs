@@ -71,6 +71,11 @@ pub use manifest::{ManifestView, Query};
 pub use sandbox::{CacheDir, LogLevel, LogLine, Report, Sandbox, SandboxLimits, Stats, json_len};
 pub use server::{FORGE_D_TS, instructions};
 pub use session::SessionLimits;
-pub use state::{At, Handle, MemoryStore, Stash, StashLimits, StateStore, Usage};
+pub use state::Backend as StateBackend;
+#[doc(hidden)]
+pub use state::redis::testing::RedisServer;
+pub use state::{
+    At, Handle, MemoryStore, RedisStore, Stash, StashLimits, StateConfig, StateStore, Usage,
+};
 pub use tokens::count as count_tokens;
 pub use validate::{Rejection, Rule, ValidatorLimits, validate};

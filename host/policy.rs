@@ -288,6 +288,9 @@ pub struct RateLimit {
     keyed: Option<Keyed>,
     per_minute: u32,
     what: String,
+    /// Set when the state backend is Redis: the same quota, decided in
+    /// Redis for every gateway sharing it ([`RateLimit::share`]).
+    shared: std::sync::OnceLock<crate::state::redis::rate::SharedRate>,
 }
 
 /// The budgets of a per-key limit, and when to drop the idle ones.
@@ -318,12 +321,64 @@ impl RateLimit {
     /// `per_minute` events a minute; `what` names the limit in errors
     /// (e.g. `servers.github.calls_per_minute`).
     pub fn new(per_minute: NonZeroU32, what: impl Into<String>) -> RateLimit {
-        let burst = NonZeroU32::new((per_minute.get() / 6).max(1)).unwrap_or(NonZeroU32::MIN);
         RateLimit {
-            limiter: RateLimiter::direct(Quota::per_minute(per_minute).allow_burst(burst)),
+            limiter: RateLimiter::direct(
+                Quota::per_minute(per_minute).allow_burst(burst(per_minute)),
+            ),
             keyed: None,
             per_minute: per_minute.get(),
             what: what.into(),
+            shared: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Decides through `redis` from now on (once; later calls change
+    /// nothing), so that every gateway sharing it counts against one limit.
+    pub fn share(&self, redis: &std::sync::Arc<crate::state::redis::Redis>) {
+        let burst = burst(NonZeroU32::new(self.per_minute).unwrap_or(NonZeroU32::MIN));
+        let _ = self.shared.set(crate::state::redis::rate::SharedRate::new(
+            redis.clone(),
+            &self.what,
+            self.per_minute,
+            burst.get(),
+        ));
+    }
+
+    /// Whether [`RateLimit::share`] made it shared: then only
+    /// [`RateLimit::take_shared`] counts it across gateways.
+    pub fn is_shared(&self) -> bool {
+        self.shared.get().is_some()
+    }
+
+    /// Takes one event: in Redis when shared, else as [`RateLimit::take`].
+    /// When Redis does not answer, this gateway's own limiter decides (with
+    /// a warning): admission keeps working while Redis is down, each
+    /// replica holding to the whole limit on its own until it is back,
+    /// rather than refusing every call (`STATE_UNAVAILABLE`) or admitting
+    /// without any limit.
+    pub async fn take_shared(&self) -> Result<(), ForgeError> {
+        self.take_shared_for(None).await
+    }
+
+    /// As [`RateLimit::take_shared`], for `key` (a subject) as
+    /// [`RateLimit::take_for`] counts it: a per-key limit keeps one shared
+    /// budget per key in Redis too.
+    pub async fn take_shared_for(&self, key: Option<&str>) -> Result<(), ForgeError> {
+        let Some(shared) = self.shared.get() else {
+            return self.take_for(key);
+        };
+        let key = key.filter(|_| self.keyed.is_some());
+        match shared.take(key).await {
+            Ok(None) => Ok(()),
+            Ok(Some(wait)) => Err(self.refused(wait)),
+            Err(e) => {
+                tracing::warn!(
+                    limit = %self.what,
+                    "shared rate limit: Redis did not answer ({}); this gateway's own limiter decides",
+                    e.message
+                );
+                self.take_for(key)
+            }
         }
     }
 
@@ -331,9 +386,10 @@ impl RateLimit {
     /// to [`RateLimit::take_for`] (`[auth] rate_limit_scope = "subject"`).
     pub fn per_key(per_minute: NonZeroU32, what: impl Into<String>) -> RateLimit {
         let mut limit = RateLimit::new(per_minute, what);
-        let burst = NonZeroU32::new((per_minute.get() / 6).max(1)).unwrap_or(NonZeroU32::MIN);
         limit.keyed = Some(Keyed {
-            limiter: RateLimiter::keyed(Quota::per_minute(per_minute).allow_burst(burst)),
+            limiter: RateLimiter::keyed(
+                Quota::per_minute(per_minute).allow_burst(burst(per_minute)),
+            ),
             prune_above: PRUNE_KEYS_ABOVE.into(),
         });
         limit
@@ -363,7 +419,13 @@ impl RateLimit {
             _ => self.limiter.check(),
         };
         checked.map_err(|not_until| {
-            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            self.refused(not_until.wait_time_from(DefaultClock::default().now()))
+        })
+    }
+
+    /// The `RATE_LIMITED` refusal for a retry in `wait`.
+    fn refused(&self, wait: Duration) -> ForgeError {
+        {
             let wait = wait.max(Duration::from_millis(1));
             ForgeError::new(
                 ErrorCode::RateLimited,
@@ -378,8 +440,14 @@ impl RateLimit {
                 "wait {} ms, or batch the work into fewer calls",
                 wait.as_millis()
             ))
-        })
+        }
     }
+}
+
+/// The burst a per-minute quota allows: a sixth of it (ten seconds' worth),
+/// at least one.
+fn burst(per_minute: NonZeroU32) -> NonZeroU32 {
+    NonZeroU32::new((per_minute.get() / 6).max(1)).unwrap_or(NonZeroU32::MIN)
 }
 
 #[cfg(test)]

@@ -13,6 +13,15 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "install-test-servers: node and npm are required (Node.js 18 or later)" >&2
   exit 1
 fi
+# Debian's redis-server and haproxy: the Redis tests and the replica suite
+# start their own. Installed here when missing and this runs as root (as on
+# CI and a fresh machine); otherwise those tests say how to get them.
+if { ! command -v redis-server >/dev/null || ! [ -x /usr/sbin/haproxy ]; } \
+  && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server haproxy >/dev/null
+fi
+
 stamp=node_modules/.quickforge-lock
 if ! { [ -f "$stamp" ] && cmp -s package-lock.json "$stamp"; }; then
   npm ci --no-audit --no-fund --loglevel=error >&2

@@ -69,6 +69,7 @@ every_code!(
     StashFull,
     StashTtlTooLong,
     StashValueTooLarge,
+    StateUnavailable,
     Thrown,
     Timeout,
     ToolCallBudget,

@@ -147,7 +147,10 @@ impl RawAuth {
         for (i, t) in self.tokens.into_iter().enumerate() {
             let key = format!("tokens[{i}]");
             check_subject(&t.subject).map_err(|m| bad(&format!("{key}.subject"), m))?;
-            let hash = hex::decode(t.sha256.trim())
+            // `${VAR}` too: a deployment keeps the hash in the replicas'
+            // environment (deploy/replica.env) beside its other settings.
+            let sha256 = expand(&t.sha256).map_err(|m| bad(&format!("{key}.sha256"), m))?;
+            let hash = hex::decode(sha256.trim())
                 .ok()
                 .and_then(|b| <[u8; 32]>::try_from(b).ok())
                 .ok_or_else(|| {
@@ -155,7 +158,7 @@ impl RawAuth {
                         &format!("{key}.sha256"),
                         format!(
                             "must be 64 hex digits (the SHA-256 of the token, from `quickforge auth hash-token`), got {} characters",
-                            t.sha256.trim().len()
+                            sha256.trim().len()
                         ),
                     )
                 })?;

@@ -1,7 +1,9 @@
 //! The audit step, outermost: every operation goes into the execution's
 //! trail (see [`crate::audit`]) with how far it got — refused, done, or
 //! running — and a running call's end is recorded when its future ends.
-//! A call whose future is dropped first stays recorded as cancelled.
+//! A call whose future is dropped first stays recorded as cancelled. A
+//! stash operation is recorded once its store answers (the script awaits
+//! it at once, so the trail keeps the script's order).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -66,6 +68,17 @@ pub fn record(
     space: Option<Arc<str>>,
     result: Result<Started, ForgeError>,
 ) -> Result<Started, ForgeError> {
+    let result = match result {
+        Ok(Started::Stash(pending)) => {
+            return Ok(Started::Stash(answered(
+                trail.clone(),
+                before,
+                space,
+                pending,
+            )));
+        }
+        other => other,
+    };
     let target = match before.kind {
         OpKind::CallTool => trail::Target::Tool(before.server, before.name, args_json),
         OpKind::ReadResource => trail::Target::Resource(before.server, before.name),
@@ -73,11 +86,7 @@ pub fn record(
     };
     let started = match &result {
         Ok(Started::Running(id, _)) => Ok(trail::Started::Running(*id)),
-        Ok(Started::Done(reply)) => Ok(trail::Started::Done(match reply {
-            Reply::Stored | Reply::Deleted(_) => 0,
-            Reply::Value(v) => v.as_ref().map_or(0, |v| v.len() as u64),
-            Reply::Keys(keys) => keys.len() as u64,
-        })),
+        Ok(Started::Stash(_)) => unreachable!("returned above"),
         Err(e) => Err(e),
     };
     trail::lock(trail).record(before.kind, target, before.at, started);
@@ -87,6 +96,31 @@ pub fn record(
         }
         other => other,
     }
+}
+
+/// The stash operation `before` describes, recorded in `trail` once the
+/// store answers.
+fn answered(
+    trail: SharedTrail,
+    before: Before<'_>,
+    space: Option<Arc<str>>,
+    pending: BoxFuture<Result<Reply, ForgeError>>,
+) -> BoxFuture<Result<Reply, ForgeError>> {
+    let (kind, at, value) = (before.kind, before.at, before.value);
+    let key = before.key.map(str::to_owned);
+    Box::pin(async move {
+        let reply = pending.await;
+        let started = reply.as_ref().map(|reply| {
+            trail::Started::Done(match reply {
+                Reply::Stored | Reply::Deleted(_) => 0,
+                Reply::Value(v) => v.as_ref().map_or(0, |v| v.len() as u64),
+                Reply::Keys(keys) => keys.len() as u64,
+            })
+        });
+        let target = trail::Target::Stash(key.as_deref(), space.as_deref(), value);
+        trail::lock(&trail).record(kind, target, at, started);
+        reply
+    })
 }
 
 /// `running`, recording its end in `trail`. Timed from its first poll:

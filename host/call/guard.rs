@@ -25,7 +25,9 @@ pub struct Guards {
 }
 
 /// Runs the rate limit and the breaker now, and returns the rest of the
-/// call: a slot, then the request.
+/// call: a slot, then the request. A rate limit shared through Redis needs
+/// a round trip: then both run as the call's first step instead, in the
+/// same order, and their refusal is the call's outcome all the same.
 pub fn run(
     guards: Option<std::sync::Arc<Guards>>,
     send: super::SendRequest,
@@ -33,9 +35,25 @@ pub fn run(
     let Some(guards) = guards else {
         return Ok(send());
     };
+    if guards.rate.as_ref().is_some_and(|r| r.is_shared()) {
+        return Ok(Box::pin(async move {
+            if let Some(rate) = &guards.rate {
+                rate.take_shared().await?;
+            }
+            admitted(guards, send)?.await
+        }));
+    }
     if let Some(rate) = &guards.rate {
         rate.take()?;
     }
+    admitted(guards, send)
+}
+
+/// The breaker's admission, then the rest of the call.
+fn admitted(
+    guards: std::sync::Arc<Guards>,
+    send: super::SendRequest,
+) -> Result<BoxFuture<Result<Value, ForgeError>>, ForgeError> {
     let admission = guards.breaker.admit()?;
     // Made before the future, so that dropping the call even before its
     // first poll releases the admission.

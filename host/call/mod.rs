@@ -146,7 +146,7 @@ impl Op<'_> {
     }
 }
 
-/// The answer of an operation that finished at once (the stash's).
+/// The answer of a stash operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
     /// A value was stored.
@@ -161,8 +161,10 @@ pub enum Reply {
 
 /// A started operation.
 pub enum Started {
-    /// It finished at once.
-    Done(Reply),
+    /// A stash operation: every step before the store has passed; the
+    /// future is the store's one atomic step (ready at once for memory, a
+    /// round trip for Redis), awaited by the import while the script waits.
+    Stash(BoxFuture<Result<Reply, ForgeError>>),
     /// It runs as call `id`; the future resolves to its JSON result.
     Running(u32, BoxFuture<Result<String, ForgeError>>),
 }
@@ -426,21 +428,39 @@ impl Pipeline {
                 }
                 // policy: the stash space the strict-group lock selects.
                 let space = self.lock.current();
-                let (store, space) = (&self.cx.stash, space.as_ref());
-                let reply = match op {
+                let store = self.cx.stash.clone();
+                let reply: BoxFuture<Result<Reply, ForgeError>> = match op {
                     Op::StashPut {
                         key,
                         value_json,
                         ttl,
-                    } => store
-                        .put(space, key, value_json, ttl)
-                        .map(|()| Reply::Stored)?,
-                    Op::StashGet { key } => Reply::Value(store.get(space, key)?),
-                    Op::StashDelete { key } => Reply::Deleted(store.delete(space, key)?),
-                    Op::StashKeys => Reply::Keys(store.keys(space)?),
+                    } => {
+                        let key = key.to_owned();
+                        Box::pin(async move {
+                            store
+                                .put(space.as_ref(), &key, value_json, ttl)
+                                .await
+                                .map(|()| Reply::Stored)
+                        })
+                    }
+                    Op::StashGet { key } => {
+                        let key = key.to_owned();
+                        Box::pin(
+                            async move { store.get(space.as_ref(), &key).await.map(Reply::Value) },
+                        )
+                    }
+                    Op::StashDelete { key } => {
+                        let key = key.to_owned();
+                        Box::pin(async move {
+                            store.delete(space.as_ref(), &key).await.map(Reply::Deleted)
+                        })
+                    }
+                    Op::StashKeys => {
+                        Box::pin(async move { store.keys(space.as_ref()).await.map(Reply::Keys) })
+                    }
                     Op::CallTool { .. } | Op::ReadResource { .. } => unreachable!("matched above"),
                 };
-                Ok(Started::Done(reply))
+                Ok(Started::Stash(reply))
             }
         }
     }

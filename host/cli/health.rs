@@ -40,7 +40,7 @@ pub fn routes(executor: Arc<Executor>, hosts: &[String]) -> axum::Router {
             "/metrics",
             get(move || {
                 let executor = scraped.clone();
-                async move { metrics(&executor) }
+                async move { metrics(&executor).await }
             })
             .layer(axum::middleware::from_fn(move |req, next| {
                 host_check(allowed.clone(), req, next)
@@ -83,12 +83,12 @@ fn ready(executor: &Executor) -> (StatusCode, Json<Value>) {
 /// (which Prometheus scrapes natively, and which ends in `# EOF`).
 const PROMETHEUS_TEXT: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-fn metrics(executor: &Executor) -> axum::response::Response {
+async fn metrics(executor: &Executor) -> axum::response::Response {
     use axum::response::IntoResponse;
     let Some(metrics) = &executor.metrics else {
         return StatusCode::NOT_FOUND.into_response();
     };
-    let usage = executor.store.usage();
+    let usage = executor.store.usage().await;
     let text = metrics.render(
         &executor.gateway,
         crate::observe::Scrape {

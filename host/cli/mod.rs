@@ -361,6 +361,24 @@ async fn start(config: &Config) -> Result<Arc<Executor>, ExitCode> {
         ),
         source => tracing::debug!(?source, "stash handle key"),
     }
+    let redis = match crate::state::redis::Redis::open(&config.state) {
+        Ok(redis) => redis,
+        Err(e) => {
+            eprintln!("error: [state] backend: {e}");
+            return Err(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    if let Some(redis) = &redis {
+        // Not fatal: the gateway serves what needs no state while Redis is
+        // down, and the connection comes up by itself when Redis does.
+        match redis.ping().await {
+            Ok(()) => tracing::info!("[state] backend: Redis answers; state is shared"),
+            Err(e) => tracing::warn!(
+                "[state] backend: {}; starting anyway: stash operations fail with STATE_UNAVAILABLE until Redis answers",
+                e.message
+            ),
+        }
+    }
     let mut executor = Executor::new(sandbox, Gateway::start(config), config.stash.clone())
         .with_handle_key(key)
         .with_tasks(config.tasks)
@@ -378,7 +396,8 @@ async fn start(config: &Config) -> Result<Arc<Executor>, ExitCode> {
         )
         .with_replica(&config.cluster.replica)
         .with_validation(config.validate)
-        .with_audit(audit);
+        .with_audit(audit)
+        .with_redis(redis, config.stash.clone());
     executor.metrics = metrics;
     Ok(Arc::new(executor))
 }

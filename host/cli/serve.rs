@@ -169,10 +169,18 @@ async fn serve_http(
         "http://[::1]:*".into(),
     ];
     allowed_origins.extend(origins);
-    let config = StreamableHttpServerConfig::default()
+    let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts)
         .with_allowed_origins(allowed_origins)
         .with_cancellation_token(shutdown.child_token());
+    // With state in Redis, each session's `initialize` is kept there too,
+    // so a replica that never saw the session restores it.
+    config.session_store = executor.redis.clone().map(|redis| {
+        Arc::new(crate::state::redis::session::RedisSessionStore::new(
+            redis,
+            executor.sessions.idle,
+        )) as _
+    });
     let factory_shared = executor.clone();
     // Sessions live as long as their stash's default TTL (rmcp's default
     // is 5 minutes): a client idle for longer still finds its session, and

@@ -127,6 +127,9 @@ pub struct Config {
     /// `[auth]`: bearer tokens for `serve --http`; `None`: no
     /// authentication (allowed on a loopback address only).
     pub auth: Option<crate::auth::AuthConfig>,
+    /// `[state]`: where the stash, the HTTP session records and the rate
+    /// limits live (memory, or a Redis shared by replicas).
+    pub state: crate::state::Backend,
 }
 
 impl Default for Config {
@@ -152,6 +155,7 @@ impl Default for Config {
             startup_concurrency: DEFAULT_STARTUP_CONCURRENCY,
             cluster: ClusterConfig::default(),
             auth: None,
+            state: crate::state::Backend::Memory,
         }
     }
 }
@@ -177,6 +181,7 @@ struct RawConfig {
     #[serde(default)]
     cluster: cluster::RawCluster,
     auth: Option<crate::auth::RawAuth>,
+    state: crate::state::StateConfig,
 }
 
 /// `[surface]`: how quickforge's own two tools are listed to its client.
@@ -579,6 +584,7 @@ impl Config {
         }
         let audit = resolve_audit(raw.audit, base_dir, path, &located, lookup)?;
         let auth = remote::resolve_auth(raw.auth, path, &located, lookup)?;
+        let state = resolve_state(raw.state, path, &located, lookup)?;
         if let Some(endpoint) = &raw.observability.otlp_endpoint
             && !url::Url::parse(endpoint).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
         {
@@ -651,6 +657,7 @@ impl Config {
             tasks,
             observability: raw.observability,
             log: raw.log,
+            state,
             startup_concurrency: adopted.startup_concurrency,
             cluster,
             auth,
@@ -708,4 +715,22 @@ fn resolve_audit(
         audit.file = Some(base_dir.join(file));
     }
     Ok(audit)
+}
+
+/// `[state]`, `${VAR}` expanded in `backend`, validated.
+fn resolve_state(
+    mut raw: crate::state::StateConfig,
+    path: &Path,
+    located: &Located<'_>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<crate::state::Backend, ConfigError> {
+    let invalid = |key: &str, message: String| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        line: located.line_of(&["state", key]),
+        key: format!("state.{key}"),
+        message,
+    };
+    raw.backend = expand(&raw.backend, lookup).map_err(|e| invalid("backend", e.to_string()))?;
+    raw.backend()
+        .map_err(|(key, message)| invalid(key, message))
 }

@@ -71,6 +71,11 @@ pub enum ErrorCode {
     StashTtlTooLong,
     /// A stash value over `max_value_size`.
     StashValueTooLarge,
+    /// The shared state store (`[state] backend`, Redis) did not answer
+    /// within `timeout_ms`, refused the connection, or is full (Redis at
+    /// `maxmemory` with `noeviction`); the message says which.
+    #[strum(props(retryable = true))]
+    StateUnavailable,
     /// A value thrown inside `forge.parallel` that was not a `ForgeError`.
     Thrown,
     /// The server did not answer within its `timeout_secs`.

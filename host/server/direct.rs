@@ -61,7 +61,7 @@ impl ForgeServer {
         };
         let outcome = match pipeline.start(op) {
             Ok(Started::Running(_, running)) => self.executor.running.track_future(running).await,
-            Ok(Started::Done(_)) => Err(ForgeError::new(
+            Ok(Started::Stash(_)) => Err(ForgeError::new(
                 ErrorCode::Internal,
                 "a tool call finished without calling the tool",
             )),

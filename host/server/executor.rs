@@ -43,6 +43,9 @@ pub struct Executor {
     /// This gateway's name among its replicas (`[cluster] replica`), in
     /// every audit line.
     pub replica: Arc<str>,
+    /// The Redis of `[state] backend`, when state is shared: it also holds
+    /// the HTTP session records and the shared rate limits.
+    pub redis: Option<Arc<crate::state::redis::Redis>>,
 }
 
 impl Executor {
@@ -73,6 +76,7 @@ impl Executor {
             audit: None,
             metrics: None,
             replica: crate::config::default_replica().into(),
+            redis: None,
         }
     }
 
@@ -150,6 +154,29 @@ impl Executor {
     /// Names this gateway `replica` in the audit lines.
     pub fn with_replica(mut self, replica: &str) -> Executor {
         self.replica = replica.into();
+        self
+    }
+
+    /// Keeps state in `redis` (when `Some`): the stashes, bounded by
+    /// `stash_limits`, and the rate limits set so far (the executions' and
+    /// every server's), shared with every gateway using the same Redis.
+    pub fn with_redis(
+        mut self,
+        redis: Option<Arc<crate::state::redis::Redis>>,
+        stash_limits: StashLimits,
+    ) -> Executor {
+        let Some(redis) = redis else {
+            return self;
+        };
+        self.store = Arc::new(crate::state::RedisStore::new(redis.clone(), stash_limits));
+        let servers = self
+            .gateway
+            .servers()
+            .filter_map(|s| s.guards.rate.as_ref());
+        for rate in self.rate.iter().chain(servers) {
+            rate.share(&redis);
+        }
+        self.redis = Some(redis);
         self
     }
 

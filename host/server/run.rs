@@ -99,12 +99,11 @@ impl ForgeServer {
                 "the gateway is shutting down and takes no new executions",
             ));
         }
-        if let Some(Err(e)) = self
-            .executor
-            .rate
-            .as_ref()
-            .map(|r| r.take_for(self.subject_id()))
-        {
+        let rate = match &self.executor.rate {
+            Some(rate) => rate.take_shared_for(self.subject_id()).await,
+            None => Ok(()),
+        };
+        if let Err(e) = rate {
             let mut err = crate::error::ExecutionError::new(
                 crate::error::ErrorKind::RateLimited,
                 e.message.clone(),

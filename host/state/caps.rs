@@ -97,22 +97,60 @@ impl Pool {
 
     /// The retryable refusal when only stashes in use stand in the way.
     fn full(&self, bytes: usize, new_bucket: bool, limits: &StashLimits) -> ForgeError {
-        let message = if new_bucket && self.buckets.len() >= limits.max_stashes {
-            format!(
-                "the gateway already keeps its limit of {} stashes in this space, all used in the last {} s",
-                limits.max_stashes, limits.evict_idle_secs
-            )
-        } else {
-            format!(
-                "a stash of {bytes} bytes would put this space's stashes across the gateway over their {}-byte limit, and every other stash was used in the last {} s",
-                limits.max_gateway_size, limits.evict_idle_secs
-            )
-        };
-        ForgeError::new(ErrorCode::StashFull, message)
-            .retryable()
-            .suggest(format!(
-                "retry in {} s, when idle stashes may be evicted, or store less",
-                limits.evict_idle_secs.max(1)
-            ))
+        space_full(
+            new_bucket && self.buckets.len() >= limits.max_stashes,
+            bytes,
+            limits,
+        )
     }
+}
+
+/// The refusals every backend words alike, so a script sees the same
+/// `STASH_FULL` whichever store holds its stash.
+///
+/// The stash already holds `max_keys` keys: only deleting keys helps.
+pub(super) fn keys_full(limits: &StashLimits) -> ForgeError {
+    ForgeError::new(
+        ErrorCode::StashFull,
+        format!(
+            "the stash already holds its limit of {} keys",
+            limits.max_keys
+        ),
+    )
+    .suggest("delete keys you no longer need with forge.stash.delete")
+}
+
+/// Storing `size` more bytes would put the stash over `max_total_size`.
+pub(super) fn bytes_full(size: usize, limits: &StashLimits) -> ForgeError {
+    ForgeError::new(
+        ErrorCode::StashFull,
+        format!(
+            "storing {} more bytes would put the stash over its {}-byte limit",
+            size, limits.max_total_size
+        ),
+    )
+    .suggest("delete keys you no longer need with forge.stash.delete")
+}
+
+/// The space is at one of its caps (`stashes`: the count, else the bytes
+/// of a stash of `bytes`) and only stashes used in the last
+/// `evict_idle_secs` stand in the way: retryable.
+pub(super) fn space_full(stashes: bool, bytes: usize, limits: &StashLimits) -> ForgeError {
+    let message = if stashes {
+        format!(
+            "the gateway already keeps its limit of {} stashes in this space, all used in the last {} s",
+            limits.max_stashes, limits.evict_idle_secs
+        )
+    } else {
+        format!(
+            "a stash of {bytes} bytes would put this space's stashes across the gateway over their {}-byte limit, and every other stash was used in the last {} s",
+            limits.max_gateway_size, limits.evict_idle_secs
+        )
+    };
+    ForgeError::new(ErrorCode::StashFull, message)
+        .retryable()
+        .suggest(format!(
+            "retry in {} s, when idle stashes may be evicted, or store less",
+            limits.evict_idle_secs.max(1)
+        ))
 }

@@ -10,9 +10,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::bucket::{Bucket, Entry, cost};
-use super::caps::Pool;
+use super::caps::{self, Pool};
 use super::{At, Space, StashLimits, StateStore, Usage, check_key, check_put};
-use crate::error::{ErrorCode, ForgeError};
+use crate::error::ForgeError;
 
 /// Stashes in this process's memory, lost when it exits.
 pub struct MemoryStore {
@@ -32,16 +32,11 @@ impl MemoryStore {
     fn lock(&self) -> MutexGuard<'_, HashMap<Space, Pool>> {
         self.pools.lock().unwrap_or_else(|p| p.into_inner())
     }
-
-    /// The per-stash refusal: this stash alone is at a limit.
-    fn stash_full(&self, message: String) -> ForgeError {
-        ForgeError::new(ErrorCode::StashFull, message)
-            .suggest("delete keys you no longer need with forge.stash.delete")
-    }
 }
 
+#[async_trait::async_trait]
 impl StateStore for MemoryStore {
-    fn put(
+    async fn put(
         &self,
         at: At<'_>,
         key: &str,
@@ -63,17 +58,11 @@ impl StateStore for MemoryStore {
             let replaced = bucket.entries.get(key).map(|e| cost(key, &e.json));
             let size = cost(key, &json);
             if replaced.is_none() && bucket.entries.len() >= self.limits.max_keys {
-                return Err(self.stash_full(format!(
-                    "the stash already holds its limit of {} keys",
-                    self.limits.max_keys
-                )));
+                return Err(caps::keys_full(&self.limits));
             }
             let after = bucket.bytes - replaced.unwrap_or(0) + size;
             if after > self.limits.max_total_size {
-                return Err(self.stash_full(format!(
-                    "storing {} more bytes would put the stash over its {}-byte limit",
-                    size, self.limits.max_total_size
-                )));
+                return Err(caps::bytes_full(size, &self.limits));
             }
             pool.make_room(after, new_bucket, &self.limits, now)?;
             bucket.bytes = after;
@@ -94,7 +83,7 @@ impl StateStore for MemoryStore {
         result
     }
 
-    fn get(&self, at: At<'_>, key: &str) -> Result<Option<String>, ForgeError> {
+    async fn get(&self, at: At<'_>, key: &str) -> Result<Option<String>, ForgeError> {
         check_key(key)?;
         let now = Instant::now();
         let mut pools = self.lock();
@@ -118,7 +107,7 @@ impl StateStore for MemoryStore {
             .map(str::to_string))
     }
 
-    fn delete(&self, at: At<'_>, key: &str) -> Result<bool, ForgeError> {
+    async fn delete(&self, at: At<'_>, key: &str) -> Result<bool, ForgeError> {
         check_key(key)?;
         let now = Instant::now();
         let mut pools = self.lock();
@@ -141,7 +130,7 @@ impl StateStore for MemoryStore {
         Ok(e.expires > now)
     }
 
-    fn keys(&self, at: At<'_>) -> Result<Vec<String>, ForgeError> {
+    async fn keys(&self, at: At<'_>) -> Result<Vec<String>, ForgeError> {
         let now = Instant::now();
         let mut pools = self.lock();
         let mut keys = Vec::new();
@@ -162,7 +151,7 @@ impl StateStore for MemoryStore {
         Ok(keys)
     }
 
-    fn usage(&self) -> Usage {
+    async fn usage(&self) -> Usage {
         let pools = self.lock();
         pools.values().fold(Usage::default(), |u, p| Usage {
             stashes: u.stashes + p.buckets.len(),
@@ -172,4 +161,4 @@ impl StateStore for MemoryStore {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -31,6 +31,7 @@ mod bucket;
 pub mod caps;
 pub mod handle;
 pub mod memory;
+pub mod redis;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,6 +43,7 @@ use crate::error::{ErrorCode, ForgeError, preview};
 
 pub use handle::{HandleKey, KeySource};
 pub use memory::MemoryStore;
+pub use redis::{Backend, RedisStore, StateConfig};
 
 /// Bounds of one stash and of all stashes together. Every value is a
 /// documented default of `[sandbox.stash]` in forge.toml.
@@ -181,14 +183,18 @@ pub struct Usage {
 
 /// Where stashes live. Every method is one atomic step that enforces the
 /// key rules, TTLs and every cap itself; callers never combine calls to
-/// decide anything. The methods are synchronous because the stash imports
-/// are (a script's `await forge.stash.get` finishes at once); a networked
-/// backend runs its round trip off the async workers.
+/// decide anything. The methods are async because a networked backend
+/// (Redis) answers over the network: the stash imports are async host
+/// functions, so a script's `await forge.stash.get` waits for the round
+/// trip without holding a tokio worker (the memory backend's futures are
+/// ready at once). A backend that cannot answer fails with the retryable
+/// `STATE_UNAVAILABLE`, within a bounded time.
+#[async_trait::async_trait]
 pub trait StateStore: Send + Sync + 'static {
     /// Stores `json` under `key` at `at` for `ttl` (or the default TTL).
     /// `STASH_FULL` when the stash or its space's share of the gateway is
     /// full (retryable when only stashes in use stand in the way).
-    fn put(
+    async fn put(
         &self,
         at: At<'_>,
         key: &str,
@@ -198,17 +204,18 @@ pub trait StateStore: Send + Sync + 'static {
 
     /// The live JSON under `key`: from `at`'s own space, else (for a strict
     /// group's space) from the handle's public space.
-    fn get(&self, at: At<'_>, key: &str) -> Result<Option<String>, ForgeError>;
+    async fn get(&self, at: At<'_>, key: &str) -> Result<Option<String>, ForgeError>;
 
     /// Removes `key` from `at`'s own space (never another space); whether a
     /// live entry was there.
-    fn delete(&self, at: At<'_>, key: &str) -> Result<bool, ForgeError>;
+    async fn delete(&self, at: At<'_>, key: &str) -> Result<bool, ForgeError>;
 
     /// The live keys [`StateStore::get`] would find at `at`, sorted.
-    fn keys(&self, at: At<'_>) -> Result<Vec<String>, ForgeError>;
+    async fn keys(&self, at: At<'_>) -> Result<Vec<String>, ForgeError>;
 
-    /// What the store holds now.
-    fn usage(&self) -> Usage;
+    /// What the store holds now (for Redis: what every gateway sharing it
+    /// holds; zero when Redis does not answer).
+    async fn usage(&self) -> Usage;
 }
 
 /// One execution's view of a stash: a store, the handle it is addressed
@@ -250,29 +257,33 @@ impl Stash {
     }
 
     /// [`StateStore::put`] in `space`.
-    pub fn put(
+    pub async fn put(
         &self,
         space: Option<&Arc<str>>,
         key: &str,
         json: String,
         ttl: Option<Duration>,
     ) -> Result<(), ForgeError> {
-        self.store.put(self.at(space), key, json, ttl)
+        self.store.put(self.at(space), key, json, ttl).await
     }
 
     /// [`StateStore::get`] in `space`.
-    pub fn get(&self, space: Option<&Arc<str>>, key: &str) -> Result<Option<String>, ForgeError> {
-        self.store.get(self.at(space), key)
+    pub async fn get(
+        &self,
+        space: Option<&Arc<str>>,
+        key: &str,
+    ) -> Result<Option<String>, ForgeError> {
+        self.store.get(self.at(space), key).await
     }
 
     /// [`StateStore::delete`] in `space`.
-    pub fn delete(&self, space: Option<&Arc<str>>, key: &str) -> Result<bool, ForgeError> {
-        self.store.delete(self.at(space), key)
+    pub async fn delete(&self, space: Option<&Arc<str>>, key: &str) -> Result<bool, ForgeError> {
+        self.store.delete(self.at(space), key).await
     }
 
     /// [`StateStore::keys`] in `space`.
-    pub fn keys(&self, space: Option<&Arc<str>>) -> Result<Vec<String>, ForgeError> {
-        self.store.keys(self.at(space))
+    pub async fn keys(&self, space: Option<&Arc<str>>) -> Result<Vec<String>, ForgeError> {
+        self.store.keys(self.at(space)).await
     }
 }
 

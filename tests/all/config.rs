@@ -307,12 +307,54 @@ fn the_example_config_documents_every_key_and_loads() {
         "leeway_secs",
         "jwks_refresh_secs",
         "jwks_max_age_secs",
+        "backend",
+        "timeout_ms",
+        "key_prefix",
     ] {
         assert!(
             text.contains(&format!("{key} =")),
             "forge.toml.example documents {key}"
         );
     }
+}
+
+/// `[state]`: a backend that is neither memory nor a Redis URL, a bound
+/// out of range and a prefix with odd characters are refused at load with
+/// the key and what is allowed, and a password in the URL is never echoed.
+#[test]
+fn the_state_backend_is_validated_at_load() {
+    let ok = |text: &str| {
+        Config::parse_with_env(text, Path::new("forge.toml"), &|name| {
+            (name == "REDIS_PASSWORD").then(|| "s3cret".to_string())
+        })
+        .unwrap()
+        .state
+    };
+    assert_eq!(ok(""), quickforge::StateBackend::Memory);
+    for url in [
+        "redis://127.0.0.1:6379",
+        "rediss://redis.internal:6380/2",
+        "redis+unix:///run/redis/redis.sock",
+        "unix:///run/redis/redis.sock",
+        "redis://:${REDIS_PASSWORD}@127.0.0.1:6379",
+    ] {
+        let backend = ok(&format!("[state]\nbackend = \"{url}\"\n"));
+        assert!(
+            matches!(backend, quickforge::StateBackend::Redis { .. }),
+            "{url}"
+        );
+        assert!(!format!("{backend:?}").contains("s3cret"), "{backend:?}");
+    }
+    let e = error("[state]\nbackend = \"postgres://x\"\n");
+    assert!(e.contains("state.backend") && e.contains("redis://"), "{e}");
+    let e = error("[state]\nbackend = \"redis://:hunter2@[::1\"\n");
+    assert!(e.contains("state.backend") && !e.contains("hunter2"), "{e}");
+    let e = error("[state]\nbackend = \"redis://x\"\ntimeout_ms = 0\n");
+    assert!(e.contains("state.timeout_ms") && e.contains("10000"), "{e}");
+    let e = error("[state]\nkey_prefix = \"a b\"\n");
+    assert!(e.contains("state.key_prefix"), "{e}");
+    let e = error("[state]\nbackend = \"memory\"\ntimeout = 3\n");
+    assert!(e.contains("unknown field"), "{e}");
 }
 
 #[test]

@@ -18,6 +18,7 @@ impl ForgeError {
                 ErrorCode::CircuitOpen
                     | ErrorCode::RateLimited
                     | ErrorCode::ServerUnavailable
+                    | ErrorCode::StateUnavailable
                     | ErrorCode::Timeout
             ),
             code: Code::Known(code),

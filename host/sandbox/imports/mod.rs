@@ -59,6 +59,7 @@ same_codes!(
     StashFull,
     StashTtlTooLong,
     StashValueTooLarge,
+    StateUnavailable,
     Thrown,
     Timeout,
     ToolCallBudget,
@@ -109,16 +110,24 @@ impl ExecutionState {
                 ExecutionState::track(&mut self.aborts, &self.calls, id, fut);
                 Ok(id)
             }
-            Started::Done(_) => Err(unexpected().into()),
+            Started::Stash(_) => Err(unexpected().into()),
         }
     }
 
-    /// Runs a stash operation, which finishes at once.
-    fn stash(&mut self, op: Op<'_>) -> Result<Reply, wit::ForgeError> {
-        match self.pipeline.start(op)? {
-            Started::Done(reply) => Ok(reply),
-            Started::Running(..) => Err(unexpected().into()),
-        }
+    /// Runs a stash operation: the pipeline's steps under the meter, then
+    /// the store's answer (at once for memory, a round trip bounded by
+    /// `[state] timeout_ms` for Redis), awaited without holding the worker.
+    async fn stash(&mut self, op: Op<'_>) -> wasmtime::Result<Result<Reply, wit::ForgeError>> {
+        let started = self.metered(|s| s.pipeline.start(op)).await?;
+        let pending = match started {
+            Ok(Started::Stash(pending)) => pending,
+            Ok(Started::Running(..)) => return Ok(Err(unexpected().into())),
+            Err(e) => return Ok(Err(e.into())),
+        };
+        let at = self.meter.enter()?;
+        let reply = pending.await;
+        self.meter.leave(at).await;
+        Ok(reply.map_err(Into::into))
     }
 }
 

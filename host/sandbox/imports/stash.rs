@@ -13,48 +13,40 @@ impl Host for ExecutionState {
         value_json: String,
         ttl_secs: Option<u64>,
     ) -> wasmtime::Result<Result<(), WitError>> {
-        self.metered(|s| {
-            s.stash(Op::StashPut {
+        let reply = self
+            .stash(Op::StashPut {
                 key: &key,
                 value_json,
                 ttl: ttl_secs.map(Duration::from_secs),
             })
-            .and_then(|r| match r {
-                Reply::Stored => Ok(()),
-                _ => Err(super::unexpected().into()),
-            })
-        })
-        .await
+            .await?;
+        Ok(reply.and_then(|r| match r {
+            Reply::Stored => Ok(()),
+            _ => Err(super::unexpected().into()),
+        }))
     }
 
     async fn get(&mut self, key: String) -> wasmtime::Result<Result<Option<String>, WitError>> {
-        self.metered(|s| {
-            s.stash(Op::StashGet { key: &key }).and_then(|r| match r {
-                Reply::Value(v) => Ok(v),
-                _ => Err(super::unexpected().into()),
-            })
-        })
-        .await
+        let reply = self.stash(Op::StashGet { key: &key }).await?;
+        Ok(reply.and_then(|r| match r {
+            Reply::Value(v) => Ok(v),
+            _ => Err(super::unexpected().into()),
+        }))
     }
 
     async fn delete(&mut self, key: String) -> wasmtime::Result<Result<bool, WitError>> {
-        self.metered(|s| {
-            s.stash(Op::StashDelete { key: &key })
-                .and_then(|r| match r {
-                    Reply::Deleted(existed) => Ok(existed),
-                    _ => Err(super::unexpected().into()),
-                })
-        })
-        .await
+        let reply = self.stash(Op::StashDelete { key: &key }).await?;
+        Ok(reply.and_then(|r| match r {
+            Reply::Deleted(existed) => Ok(existed),
+            _ => Err(super::unexpected().into()),
+        }))
     }
 
     async fn keys(&mut self) -> wasmtime::Result<Result<Vec<String>, WitError>> {
-        self.metered(|s| {
-            s.stash(Op::StashKeys).and_then(|r| match r {
-                Reply::Keys(keys) => Ok(keys),
-                _ => Err(super::unexpected().into()),
-            })
-        })
-        .await
+        let reply = self.stash(Op::StashKeys).await?;
+        Ok(reply.and_then(|r| match r {
+            Reply::Keys(keys) => Ok(keys),
+            _ => Err(super::unexpected().into()),
+        }))
     }
 }
