@@ -181,6 +181,7 @@ struct RawConfig {
     #[serde(default)]
     cluster: cluster::RawCluster,
     auth: Option<crate::auth::RawAuth>,
+    #[serde(default)]
     state: crate::state::StateConfig,
 }
 
