@@ -199,6 +199,22 @@ fn syntax_errors_report_oxc_message_and_position() {
 }
 
 #[test]
+fn a_pure_annotation_before_a_bare_label_colon_is_a_syntax_error() {
+    // oxc_parser 0.146 trips its own debug assertion on these
+    // (oxc-project/oxc#23669, found by tests/fuzz's `validate`); the
+    // release build the gateway runs parses them into a syntax error.
+    let _shared = crate::support::EXCLUSIVE.blocking_read();
+    for code in [
+        "/*#__PURE__*/:",
+        "/*#__PURE__*/ a:",
+        "async () => { /*#__PURE__*/: }",
+    ] {
+        let r = rejected(code);
+        assert_eq!(r.rule, "syntax", "{code:?}: {r}");
+    }
+}
+
+#[test]
 fn shape_must_be_one_async_arrow() {
     // In-process and stack-hungry: not while the memory soak measures.
     let _shared = crate::support::EXCLUSIVE.blocking_read();
