@@ -89,8 +89,8 @@ async fn check(
             if let Some(presented) = req.headers_mut().remove(header::AUTHORIZATION) {
                 req.extensions_mut().insert(super::Presented(presented));
             }
-            req.extensions_mut().insert(subject);
-            next.run(req).await
+            req.extensions_mut().insert(subject.clone());
+            super::serving(subject, next.run(req)).await
         }
         Err(Rejection::Invalid(why)) => challenge(&auth, Some(why)),
         Err(Rejection::Unavailable(why)) => (

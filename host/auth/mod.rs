@@ -45,6 +45,25 @@ impl std::fmt::Debug for Presented {
     }
 }
 
+tokio::task_local! {
+    /// The subject of the HTTP request being served, for code that runs
+    /// inside the request but is handed neither the request nor its
+    /// extensions: rmcp's `SessionStore` (`state::redis::session`), which
+    /// must not restore one subject's session for another.
+    static REQUEST_SUBJECT: Subject;
+}
+
+/// The subject of the HTTP request this task serves, if it was
+/// authenticated (`None` without `[auth]`, on stdio, or outside a request).
+pub fn request_subject() -> Option<Subject> {
+    REQUEST_SUBJECT.try_with(Subject::clone).ok()
+}
+
+/// Runs `fut` as serving a request of `subject` (see [`request_subject`]).
+pub(crate) async fn serving<F: std::future::Future>(subject: Subject, fut: F) -> F::Output {
+    REQUEST_SUBJECT.scope(subject, fut).await
+}
+
 /// The authenticated party a request comes from: the `subject` of an
 /// opaque token, or a JWT's `sub` claim. Cheap to clone.
 #[derive(Clone, PartialEq, Eq)]

@@ -128,7 +128,8 @@ pub struct ForgeServer {
     /// The authenticated subject the session serves, set by its first
     /// request (`None` inside: no `[auth]`); see `owner.rs`.
     owner: Arc<std::sync::OnceLock<Option<crate::auth::Subject>>>,
-    /// The session's stash handle sealed for `owner`, minted on first use.
+    /// The session's default stash handle: derived from its session id,
+    /// else sealed for `owner` and minted on first use (see `owner.rs`).
     bound: Arc<std::sync::OnceLock<crate::state::Handle>>,
 }
 

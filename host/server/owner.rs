@@ -23,10 +23,25 @@ fn subject_of(cx: &RequestContext<RoleServer>) -> Option<Subject> {
         .cloned()
 }
 
+/// The MCP session id a request names, if any (2025-era streamable HTTP,
+/// after `initialize`).
+fn session_id_of(cx: &RequestContext<RoleServer>) -> Option<String> {
+    let parts = cx.extensions.get::<axum::http::request::Parts>()?;
+    let id = parts.headers.get("mcp-session-id")?.to_str().ok()?;
+    (!id.is_empty()).then(|| id.to_owned())
+}
+
 impl ForgeServer {
     /// Binds this session to the subject of `cx` on its first request, and
     /// refuses a request of another subject afterwards (a session id that
     /// leaked is of no use to anyone else).
+    ///
+    /// The first request that names its MCP session (`mcp-session-id`, a
+    /// 2025-era streamable-HTTP session after `initialize`) also fixes the
+    /// session's default stash: the handle derived from the session id for
+    /// the subject ([`crate::state::HandleKey::derive_for`]), the same on
+    /// every replica, so a session that a load balancer moves to a replica
+    /// which restores it from the shared session store keeps its stash.
     pub(super) fn bind(&self, cx: &RequestContext<RoleServer>) -> Result<(), McpError> {
         let subject = subject_of(cx);
         if *self.owner.get_or_init(|| subject.clone()) != subject {
@@ -34,6 +49,12 @@ impl ForgeServer {
                 "this MCP session belongs to another authenticated subject; open a session of your own",
                 None,
             ));
+        }
+        if self.bound.get().is_none()
+            && let Some(id) = session_id_of(cx)
+        {
+            let derived = self.executor.handles.derive_for(&id, self.subject_id());
+            let _ = self.bound.set(derived);
         }
         Ok(())
     }
@@ -48,17 +69,18 @@ impl ForgeServer {
         self.subject().map(Subject::id)
     }
 
-    /// The session's own stash: without a subject, the handle the session
-    /// was made with; with one, a handle sealed for that subject (minted on
-    /// first use), so that the subject can reach it from another session
-    /// and nobody else can.
+    /// The session's own stash: the handle derived from the session id
+    /// when the session has one (see [`ForgeServer::bind`]); otherwise
+    /// (stdio, a stateless 2026-era request) without a subject the handle
+    /// the session was made with, and with one a handle sealed for that
+    /// subject, minted on first use. Either way the subject can reach it
+    /// from another session by its handle and nobody else can.
     pub(super) fn default_handle(&self) -> Handle {
-        match self.subject() {
-            None => self.session.handle.clone(),
-            Some(s) => self
-                .bound
-                .get_or_init(|| self.executor.handles.mint_for(Some(s.id())))
-                .clone(),
-        }
+        self.bound
+            .get_or_init(|| match self.subject() {
+                None => self.session.handle.clone(),
+                Some(s) => self.executor.handles.mint_for(Some(s.id())),
+            })
+            .clone()
     }
 }

@@ -160,7 +160,26 @@ impl HandleKey {
     pub fn mint_as(&self, prefix: &str, subject: Option<&str>) -> String {
         let mut random = [0u8; Handle::RANDOM_BYTES];
         getrandom::fill(&mut random).expect("the OS random source works");
-        let id = hex::encode(random);
+        self.seal(prefix, &hex::encode(random), subject)
+    }
+
+    /// The handle derived from `seed` (an MCP session id) for `subject`:
+    /// the same seed gives the same handle under the same key, on any
+    /// replica and after a restart, so a 2025-era session restored on
+    /// another replica keeps its default stash. The id part is the HMAC of
+    /// the seed under a domain label (unpredictable without the key, and
+    /// never equal to the tag of anything); the handle is then sealed for
+    /// `subject` like a minted one.
+    pub fn derive_for(&self, seed: &str, subject: Option<&str>) -> Handle {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key size");
+        mac.update(b"quickforge session stash\0");
+        mac.update(seed.as_bytes());
+        let id = hex::encode(&mac.finalize().into_bytes()[..Handle::RANDOM_BYTES]);
+        Handle(self.seal(PREFIX, &id, subject).into())
+    }
+
+    /// `prefix` + `id` + the tag of both for `subject`.
+    fn seal(&self, prefix: &str, id: &str, subject: Option<&str>) -> String {
         // The tag covers the prefix too: an id of one kind never opens as
         // another.
         let tag = hex::encode(
@@ -263,6 +282,32 @@ mod tests {
         let run = key.mint_as("qft_", Some("alice"));
         assert!(key.opens_as("qft_", &run, Some("alice")));
         assert!(!key.opens_as("qft_", &run, Some("bob")));
+    }
+
+    /// Issue 23 (2025-era sessions across replicas): the handle derived
+    /// from a session id is the same on every replica that shares the
+    /// secret, differs per session, opens for its subject only, and is not
+    /// derivable without the key.
+    #[test]
+    fn a_session_handle_is_derived_alike_under_one_secret_only() {
+        let (a, b) = (
+            HandleKey::from_secret("shared between replicas"),
+            HandleKey::from_secret("shared between replicas"),
+        );
+        let h = a.derive_for("session-1", Some("alice"));
+        assert_eq!(b.derive_for("session-1", Some("alice")), h);
+        assert_eq!(b.open_for(h.as_str(), Some("alice")), Some(h.clone()));
+        assert_eq!(b.open_for(h.as_str(), Some("bob")), None);
+        assert_ne!(a.derive_for("session-2", Some("alice")), h);
+        assert_ne!(a.derive_for("session-1", Some("bob")), h);
+        let plain = a.derive_for("session-1", None);
+        assert_eq!(a.open_for(plain.as_str(), None), Some(plain.clone()));
+        assert_eq!(
+            HandleKey::random().open_for(plain.as_str(), None),
+            None,
+            "another key neither derives nor opens it"
+        );
+        assert_ne!(HandleKey::random().derive_for("session-1", None), plain);
     }
 
     #[test]

@@ -61,7 +61,9 @@ fn value(step: &Value) -> Value {
 /// sends each request to the next replica), by the Python SDK at both
 /// revisions (2026-07-28 carries the stash handle; a 2025-11-25 session
 /// is restored on each replica from its Redis record and keeps one stash)
-/// and by the rmcp client; every replica served some of it.
+/// and by the rmcp client; every replica served some of it. A 2025-era
+/// session that passes no handle keeps its own stash wherever it lands
+/// (it used to get a fresh, empty one on each replica that restored it).
 #[tokio::test]
 async fn a_stash_written_through_one_replica_is_read_through_the_others() {
     crate::http::tls();
@@ -79,12 +81,29 @@ async fn a_stash_written_through_one_replica_is_read_through_the_others() {
             assert_eq!(value(step), era, "{out:?}");
         }
     }
+    // A 2025-era session's own stash, with no handle passed back: the
+    // session is restored on each replica, and its default stash (derived
+    // from the session id) is the same everywhere.
+    let mut steps = vec![
+        json!({"execute": "async () => { await forge.stash.put('own', 'session'); return 'put' }"}),
+    ];
+    for _ in 0..3 {
+        steps.push(json!({"execute": "async () => forge.stash.get('own')"}));
+    }
+    let out = sdk("2025-11-25", &cluster.url, Value::Array(steps)).await;
+    for step in &out[1..] {
+        assert_eq!(value(step), "session", "{out:?}");
+    }
     let client = ().serve(transport(&cluster.url)).await.unwrap();
+    let got = crate::http::call(&client, "execute", "async () => forge.stash.get('era')").await;
+    // The rmcp client's own stash is empty: stashes are per handle, and
+    // this session has not been given one.
+    assert_eq!(got, Value::Null);
+    let put = "async () => { await forge.stash.put('era', 'rmcp'); return 1 }";
+    crate::http::call(&client, "execute", put).await;
     for _ in 0..3 {
         let got = crate::http::call(&client, "execute", "async () => forge.stash.get('era')").await;
-        // The rmcp client's own stash is empty: stashes are per handle,
-        // and this client has not been given one.
-        assert_eq!(got, Value::Null);
+        assert_eq!(got, "rmcp");
     }
     drop(client);
     let counts = served(&cluster);
@@ -402,4 +421,82 @@ async fn tokens_and_subjects_hold_through_the_balancer() {
     for step in &alice {
         assert_eq!(value(step), "alice", "{alice:?}");
     }
+    session_ids_hold_for_their_subject_only(&cluster).await;
+}
+
+/// One JSON-RPC POST to `url` as `token` in `session`; the status and the
+/// answer with id 2, if one came.
+async fn post_rpc(url: &str, token: &str, session: &str, body: Value) -> (u16, Option<Value>) {
+    let r = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let body = r.text().await.unwrap();
+    let answer = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .chain(std::iter::once(body.as_str()))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v["id"] == 2);
+    (status, answer)
+}
+
+/// Reproduces: a leaked 2025-era session id let another subject take the
+/// session over on a replica that had not seen it (rmcp restores a
+/// session by replaying its `initialize` with the restoring request's
+/// credentials). Alice opens a session on one replica; Bob's request with
+/// her session id is refused on that replica (the session is hers) and
+/// finds no session on another (its record is hers, 404); Alice's own
+/// request on that other replica is then restored and served.
+async fn session_ids_hold_for_their_subject_only(cluster: &Cluster) {
+    let url = |i: usize| format!("http://127.0.0.1:{}/mcp", cluster.replicas[i].port);
+    let init = reqwest::Client::new()
+        .post(url(0))
+        .bearer_auth(ALICE)
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(init.status(), 200);
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, _) = post_rpc(&url(0), ALICE, &session, initialized).await;
+    assert!((200..300).contains(&status), "{status}");
+    let call = |code: &str| {
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "execute", "arguments": {"code": code}}})
+    };
+    let put = call("async () => { await forge.stash.put('who', 'alice'); return 1 }");
+    let (_, answer) = post_rpc(&url(0), ALICE, &session, put).await;
+    assert_eq!(answer.unwrap()["result"]["isError"], false);
+    let get = call("async () => forge.stash.get('who')");
+    let (_, answer) = post_rpc(&url(0), BOB, &session, get.clone()).await;
+    let answer = answer.expect("an answer");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("another authenticated subject")),
+        "{answer}"
+    );
+    let (status, answer) = post_rpc(&url(1), BOB, &session, get.clone()).await;
+    assert_eq!(status, 404, "Bob restored Alice's session: {answer:?}");
+    let (status, answer) = post_rpc(&url(1), ALICE, &session, get).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        answer.unwrap()["result"]["structuredContent"]["result"],
+        "alice",
+        "her session, restored, with its own stash"
+    );
 }
