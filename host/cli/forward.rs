@@ -103,16 +103,14 @@ pub async fn forward(forward: Arc<Forward>, req: Request, next: Next) -> Respons
     // by another subject names no owner, and goes on to be refused as
     // unknown like any other.
     let subject = parts.extensions.get::<crate::auth::Subject>();
-    let owner = run_id(&bytes).and_then(|id| {
-        forward
-            .runs
-            .owner_of(&id, subject.map(|s| s.id()))
-            .map(str::to_string)
+    let owner = follow_up(&bytes).and_then(|(run, id)| {
+        let owner = forward.runs.owner_of(&run, subject.map(|s| s.id()))?;
+        Some((owner.to_string(), id))
     });
     match owner {
-        Some(owner) if owner != forward.me => {
+        Some((owner, id)) if owner != forward.me => {
             let presented = parts.extensions.get::<crate::auth::Presented>();
-            relay(&forward, &owner, &parts.headers, presented, bytes).await
+            relay(&forward, &owner, id, &parts.headers, presented, bytes).await
         }
         _ => {
             next.run(Request::from_parts(parts, Body::from(bytes)))
@@ -121,20 +119,24 @@ pub async fn forward(forward: Arc<Forward>, req: Request, next: Next) -> Respons
     }
 }
 
-/// The run id a JSON-RPC request names: an MRTR retry's `requestState` or
-/// a `tasks/*` request's `taskId`; `None` at once when the body cannot hold
-/// one.
-fn run_id(body: &[u8]) -> Option<String> {
+/// The run id a JSON-RPC request names (an MRTR retry's `requestState` or
+/// a `tasks/*` request's `taskId`) and the request's own id, for an error
+/// answer; `None` at once when the body cannot hold a run id.
+fn follow_up(body: &[u8]) -> Option<(String, Value)> {
     let marker = RUN_PREFIX.as_bytes();
     if !body.windows(marker.len()).any(|w| w == marker) {
         return None;
     }
-    let request: Value = serde_json::from_slice(body).ok()?;
+    let mut request: Value = serde_json::from_slice(body).ok()?;
     let params = request.get("params")?;
-    ["requestState", "taskId"]
+    let run = ["requestState", "taskId"]
         .iter()
-        .find_map(|k| params.get(*k).and_then(Value::as_str))
-        .map(str::to_string)
+        .find_map(|k| params.get(*k).and_then(Value::as_str))?
+        .to_string();
+    Some((
+        run,
+        request.get_mut("id").map(Value::take).unwrap_or_default(),
+    ))
 }
 
 /// Sends the request to `owner` and streams its answer back; when the
@@ -143,14 +145,11 @@ fn run_id(body: &[u8]) -> Option<String> {
 async fn relay(
     forward: &Forward,
     owner: &str,
+    id: Value,
     headers: &HeaderMap,
     presented: Option<&crate::auth::Presented>,
     body: bytes::Bytes,
 ) -> Response {
-    let id = serde_json::from_slice::<Value>(&body)
-        .ok()
-        .and_then(|r| r.get("id").cloned())
-        .unwrap_or(Value::Null);
     let Some(url) = forward.peers.get(owner) else {
         return gone(
             id,

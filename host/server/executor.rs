@@ -90,29 +90,32 @@ impl Executor {
     /// Seals stash handles with `key` (by default a key for this process
     /// only).
     pub fn with_handle_key(mut self, key: HandleKey) -> Executor {
-        self.runs = Arc::new(
-            crate::tasks::Runs::new(key.clone(), *self.runs.limits())
-                .owned_by(self.runs.owner().cloned()),
-        );
         self.handles = key;
-        self
+        let (limits, owner) = (*self.runs.limits(), self.runs.owner().cloned());
+        self.remake_runs(limits, owner)
     }
 
     /// Bounds tasks and other runs by `limits`.
-    pub fn with_tasks(mut self, limits: crate::tasks::TaskLimits) -> Executor {
-        self.runs = Arc::new(
-            crate::tasks::Runs::new(self.handles.clone(), limits)
-                .owned_by(self.runs.owner().cloned()),
-        );
-        self
+    pub fn with_tasks(self, limits: crate::tasks::TaskLimits) -> Executor {
+        let owner = self.runs.owner().cloned();
+        self.remake_runs(limits, owner)
     }
 
     /// Names this replica of a cluster in the run ids it mints, so a
     /// follow-up that reaches another replica finds its way back.
-    pub fn with_run_owner(mut self, name: Option<Arc<str>>) -> Executor {
-        self.runs = Arc::new(
-            crate::tasks::Runs::new(self.handles.clone(), *self.runs.limits()).owned_by(name),
-        );
+    pub fn with_run_owner(self, name: Option<Arc<str>>) -> Executor {
+        let limits = *self.runs.limits();
+        self.remake_runs(limits, name)
+    }
+
+    /// The builders' one way to change what runs are made with: the table
+    /// is empty while the executor is built, so a new one loses nothing.
+    fn remake_runs(
+        mut self,
+        limits: crate::tasks::TaskLimits,
+        owner: Option<Arc<str>>,
+    ) -> Executor {
+        self.runs = Arc::new(crate::tasks::Runs::new(self.handles.clone(), limits).owned_by(owner));
         self
     }
 
