@@ -35,6 +35,7 @@ mod metadata;
 mod metrics;
 mod observe;
 mod policy;
+mod processes;
 mod redaction;
 mod redis_state;
 mod relay;

@@ -5,8 +5,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
@@ -14,58 +12,13 @@ use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 
-use crate::support::cache_dir;
+pub use crate::processes::{
+    eventually, install_servers, module, quickforge_cmd, scratch, servers_dir, test_env,
+};
 
 /// Generous bound for one MCP round trip that runs a script; only a hang
 /// takes this long.
 pub const CALL_BOUND: Duration = Duration::from_secs(60);
-
-/// The repository's tests/servers folder.
-pub fn servers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers")
-}
-
-/// Installs the npm servers and the Python SDK once per test run.
-pub fn install_servers() {
-    static DONE: OnceLock<()> = OnceLock::new();
-    DONE.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-test-servers.sh");
-        let status = std::process::Command::new("bash")
-            .arg(&script)
-            .status()
-            .expect("bash runs scripts/install-test-servers.sh");
-        assert!(
-            status.success(),
-            "scripts/install-test-servers.sh failed: the end-to-end tests need node and npm, and Python 3.10+ with pip"
-        );
-    });
-}
-
-/// The entry point of the reference server `package` from npm.
-pub fn module(package: &str) -> String {
-    install_servers();
-    servers_dir()
-        .join("node_modules/@modelcontextprotocol")
-        .join(package)
-        .join("dist/index.js")
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// A fresh scratch directory under the target dir.
-pub fn scratch(name: &str) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("e2e")
-        .join(format!(
-            "{name}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// `s` as a TOML basic string (JSON's escapes are TOML's).
 pub fn toml_str(s: &str) -> String {
@@ -108,27 +61,6 @@ pub fn write_config(dir: &Path, toml: &str) -> PathBuf {
     let path = dir.join("forge.toml");
     std::fs::write(&path, toml).unwrap();
     path
-}
-
-/// A `quickforge` command with the test cache and no inherited config.
-pub fn quickforge_cmd(config: Option<&Path>) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_quickforge"));
-    if let Some(c) = config {
-        cmd.arg("--config").arg(c);
-    }
-    test_env(&mut cmd);
-    cmd
-}
-
-/// The environment a gateway under test runs in, set on `cmd` (the gateway
-/// itself, or a client that spawns it and passes its environment on): the
-/// test cache, no inherited config, logs at info.
-pub fn test_env(cmd: &mut tokio::process::Command) -> &mut tokio::process::Command {
-    cmd.env("QUICKFORGE_CACHE_DIR", cache_dir())
-        .env_remove("FORGE_CONFIG")
-        .env("QUICKFORGE_LOG", "quickforge=info,warn")
-        .current_dir(env!("CARGO_TARGET_TMPDIR"))
-        .kill_on_drop(true)
 }
 
 /// Runs `cmd` with `input` on its stdin, and returns what it printed and
@@ -298,25 +230,6 @@ pub fn err_value(r: &CallToolResult) -> Value {
         "expected an error, got {structured:#}"
     );
     structured["error"].clone()
-}
-
-/// Polls `check` until it returns `Some`, or panics after `bound`.
-pub async fn eventually<T, F, Fut>(bound: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + bound;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "condition not reached within {bound:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// Runs the official Python SDK client `script` (in tests/clients/) with

@@ -2,7 +2,6 @@
 //! dispatcher whose tools really sleep, fail and echo.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
@@ -14,14 +13,11 @@ use quickforge::{
 use serde_json::{Value, json};
 use tokio::sync::RwLock;
 
+pub use crate::processes::cache_dir;
+
 /// Every execution holds this for reading; the memory soak holds it for
 /// writing, so it measures the process's memory with nothing else running.
 pub static EXCLUSIVE: RwLock<()> = RwLock::const_new(());
-
-/// The compiled-guest cache shared by every test (and the CLI tests).
-pub fn cache_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("quickforge-cache")
-}
 
 /// Which shared sandbox a test runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -4,6 +4,9 @@
 //! `haproxy` with deploy/haproxy.cfg in front of them. Only addresses,
 //! directories and secrets are the test's own (ports are free ones, the
 //! data lives in a scratch directory); every other setting is the recipe's.
+//!
+//! benches/replicas.rs includes this file (`#[path]`) to measure the same
+//! cluster; it needs only crate::processes (included there too).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -12,7 +15,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::mcp::{eventually, module, quickforge_cmd, scratch};
+use crate::processes::{eventually, install_servers, module, quickforge_cmd, scratch};
 
 /// The recipe's directory.
 pub fn deploy_dir() -> PathBuf {
@@ -221,7 +224,7 @@ impl Cluster {
     /// Starts everything and waits until the balancer serves `/ready`.
     pub async fn start(name: &str, settings: Settings) -> Cluster {
         // Installs Debian's redis-server and haproxy too, when missing.
-        crate::mcp::install_servers();
+        install_servers();
         let dir = scratch(name);
         let redis = if settings.redis {
             Some(Redis::start(&dir).await)
