@@ -31,13 +31,13 @@ const ALICE: &str = "alice-test-token-5f0c8d1e2b3a4c5d6e7f8091a2b3c4d5";
 /// Bob's opaque test token (not a secret).
 const BOB: &str = "bob-test-token-0a1b2c3d4e5f60718293a4b5c6d7e8f9";
 /// The issuer the gateway trusts.
-const ISSUER: &str = "https://issuer.test";
+pub(crate) const ISSUER: &str = "https://issuer.test";
 /// The resource the gateway is (`[auth] resource`).
 const RESOURCE: &str = "https://gw.test/mcp";
 /// What the 401s point to: RFC 9728 §3.1's URL for [`RESOURCE`].
 const METADATA: &str = "https://gw.test/.well-known/oauth-protected-resource/mcp";
 /// The JWKS key id of the trusted key.
-const KID: &str = "test-key-1";
+pub(crate) const KID: &str = "test-key-1";
 
 fn key_file(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/auth/{name}.pem"))
@@ -48,14 +48,14 @@ fn signing_key(name: &str) -> EncodingKey {
 }
 
 /// A JWT signed with the key `key` under `kid`, with `claims`.
-fn jwt(key: &str, kid: &str, claims: &Value) -> String {
+pub(crate) fn jwt(key: &str, kid: &str, claims: &Value) -> String {
     let mut header = Header::new(Algorithm::EdDSA);
     header.kid = Some(kid.into());
     jsonwebtoken::encode(&header, claims, &signing_key(key)).unwrap()
 }
 
 /// Claims of a token for `sub`, expiring `ttl` seconds from now.
-fn claims(sub: &str, aud: &str, iss: &str, ttl: i64) -> Value {
+pub(crate) fn claims(sub: &str, aud: &str, iss: &str, ttl: i64) -> Value {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -65,7 +65,7 @@ fn claims(sub: &str, aud: &str, iss: &str, ttl: i64) -> Value {
 
 /// Serves the JWKS holding the trusted test key at
 /// `http://127.0.0.1:PORT/jwks`; returns the URL and a count of fetches.
-async fn serve_jwks() -> (String, Arc<AtomicUsize>) {
+pub(crate) async fn serve_jwks() -> (String, Arc<AtomicUsize>) {
     let mut jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(
         &signing_key("jwt-test-ed25519"),
         Algorithm::EdDSA,

@@ -346,7 +346,19 @@ async fn a_rate_limit_is_shared_across_the_replicas() {
 #[tokio::test]
 async fn tokens_and_subjects_hold_through_the_balancer() {
     crate::http::tls();
-    let cluster = Cluster::start("replicas-auth", Settings::default()).await;
+    // JWTs of the test issuer beside the recipe's opaque tokens, as its
+    // forge.toml says to add them (an [auth.jwt] table).
+    let (jwks, _) = crate::auth::serve_jwks().await;
+    let settings = Settings {
+        env: vec![("QF_TEST_JWKS".into(), jwks)],
+        edits: vec![(
+            "[audit]",
+            "[auth.jwt]\nissuer = \"https://issuer.test\"\njwks_uri = \"${QF_TEST_JWKS}\"\nalgorithms = [\"EdDSA\"]\n\n[audit]",
+        )],
+        ..Settings::default()
+    };
+    let cluster = Cluster::start("replicas-auth", settings).await;
+    jwts_hold_on_every_replica(&cluster).await;
     let http = reqwest::Client::new();
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
@@ -422,6 +434,68 @@ async fn tokens_and_subjects_hold_through_the_balancer() {
         assert_eq!(value(step), "alice", "{alice:?}");
     }
     session_ids_hold_for_their_subject_only(&cluster).await;
+}
+
+/// Through the balancer (so on every replica in turn): a JWT expired, for
+/// another audience or from another issuer gets 401 `invalid_token` with
+/// the reason, every time; a valid one is served every time, and its
+/// subject's handle opens on every replica.
+async fn jwts_hold_on_every_replica(cluster: &Cluster) {
+    use crate::auth::{ISSUER, KID, claims, jwt};
+    let key = "jwt-test-ed25519";
+    let aud = cluster.url.as_str();
+    let refused = [
+        (
+            jwt(key, KID, &claims("carol", aud, ISSUER, -3600)),
+            "expired",
+        ),
+        (
+            jwt(
+                key,
+                KID,
+                &claims("carol", "https://other.test/mcp", ISSUER, 600),
+            ),
+            "not issued for this resource",
+        ),
+        (
+            jwt(key, KID, &claims("carol", aud, "https://evil.test", 600)),
+            "configured issuer",
+        ),
+    ];
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    for (token, why) in &refused {
+        for _ in 0..cluster.replicas.len() {
+            let r = reqwest::Client::new()
+                .post(&cluster.url)
+                .bearer_auth(token)
+                .header("accept", "application/json, text/event-stream")
+                .json(&init)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 401, "{why}");
+            let challenge = r.headers()["www-authenticate"]
+                .to_str()
+                .unwrap()
+                .to_string();
+            assert!(
+                challenge.contains("error=\"invalid_token\"") && challenge.contains(why),
+                "{why}: {challenge}"
+            );
+        }
+    }
+    let carol = jwt(key, KID, &claims("carol", aud, ISSUER, 600));
+    let mut steps = vec![
+        json!({"execute": "async () => { await forge.stash.put('k', 'carol'); return 'put' }"}),
+    ];
+    for _ in 0..cluster.replicas.len() {
+        steps.push(json!({"execute": "async () => forge.stash.get('k')", "stash_from": 0}));
+    }
+    let out = sdk_as(&carol, "2026-07-28", &cluster.url, Value::Array(steps)).await;
+    for step in &out[1..] {
+        assert_eq!(value(step), "carol", "{out:?}");
+    }
 }
 
 /// One JSON-RPC POST to `url` as `token` in `session`; the status and the
