@@ -23,9 +23,17 @@ use super::{Authenticator, Rejection};
 const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
 /// How long a client should wait before retrying when the issuer's keys
-/// are out of reach, in seconds: the JWKS is fetched again after
-/// `jwks_refresh_secs` (30 by default) at the earliest, so sooner is no use.
-const RETRY_AFTER_SECS: u64 = 30;
+/// are out of reach, in seconds: `[auth.jwt] jwks_refresh_secs`, since the
+/// JWKS is fetched again after that at the earliest, so sooner is no use
+/// (and later would keep clients waiting after the keys are back).
+fn retry_after(auth: &Authenticator) -> u64 {
+    auth.config()
+        .jwt
+        .as_ref()
+        .map_or(super::config::DEFAULT_JWKS_REFRESH_SECS, |jwt| {
+            jwt.refresh.as_secs()
+        })
+}
 
 /// `router` with every request checked against `auth` first: a request
 /// with a valid bearer token goes on with its [`super::Subject`] in its
@@ -95,7 +103,7 @@ async fn check(
         Err(Rejection::Invalid(why)) => challenge(&auth, Some(why)),
         Err(Rejection::Unavailable(why)) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            [(header::RETRY_AFTER, RETRY_AFTER_SECS.to_string())],
+            [(header::RETRY_AFTER, retry_after(&auth).to_string())],
             axum::Json(
                 serde_json::json!({"error": "temporarily_unavailable", "error_description": why}),
             ),

@@ -7,7 +7,9 @@
 //! among the kept keys makes the gateway fetch again, at most once per
 //! `jwks_refresh_secs` (a stream of made-up key ids cannot make it hammer
 //! the provider), and the keys are fetched again after `jwks_max_age_secs`
-//! in any case. A fetch that fails keeps the old keys.
+//! in any case. A fetch that fails keeps the old keys. Until a first fetch
+//! succeeds every JWT is answered 503 (the keys are out of reach, not the
+//! token bad), also between two tries.
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -27,6 +29,10 @@ const MAX_JWKS_BYTES: usize = 1024 * 1024;
 /// provider's usual answer, short enough that the requests waiting on it
 /// fail in time rather than hang.
 const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The answer to a token while no key of the issuer was ever fetched.
+const UNREACHABLE: Rejection =
+    Rejection::Unavailable("the issuer's signing keys could not be fetched; retry shortly");
 
 /// The keys as last fetched.
 #[derive(Default)]
@@ -134,14 +140,19 @@ impl JwtVerifier {
                         self.config.jwks_uri
                     );
                     if keys.fetched.is_none() {
-                        return Err(Rejection::Unavailable(
-                            "the issuer's signing keys could not be fetched; retry shortly",
-                        ));
+                        return Err(UNREACHABLE);
                     }
                 }
             }
             return pick(&keys.keys, kid, alg)
                 .ok_or_else(|| Rejection::invalid("the token's signing key (kid) is unknown"));
+        }
+        // No key was ever fetched and the last try is too recent to try
+        // again: the token cannot be checked yet, which is not the same as
+        // invalid (a 401 would send a client for a new token that fails
+        // the same way).
+        if keys.fetched.is_none() {
+            return Err(UNREACHABLE);
         }
         found.ok_or_else(|| Rejection::invalid("the token's signing key (kid) is unknown"))
     }

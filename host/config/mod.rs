@@ -585,7 +585,7 @@ impl Config {
         }
         let audit = resolve_audit(raw.audit, base_dir, path, &located, lookup)?;
         let auth = remote::resolve_auth(raw.auth, path, &located, lookup)?;
-        let state = resolve_state(raw.state, path, &located, lookup)?;
+        let state = resolve_state(raw.state, base_dir, path, &located, lookup)?;
         if let Some(endpoint) = &raw.observability.otlp_endpoint
             && !url::Url::parse(endpoint).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
         {
@@ -718,9 +718,11 @@ fn resolve_audit(
     Ok(audit)
 }
 
-/// `[state]`, `${VAR}` expanded in `backend`, validated.
+/// `[state]`, `${VAR}` expanded in `backend` and `tls_ca_file` (resolved
+/// against `base_dir`), validated.
 fn resolve_state(
     mut raw: crate::state::StateConfig,
+    base_dir: &Path,
     path: &Path,
     located: &Located<'_>,
     lookup: &dyn Fn(&str) -> Option<String>,
@@ -732,6 +734,15 @@ fn resolve_state(
         message,
     };
     raw.backend = expand(&raw.backend, lookup).map_err(|e| invalid("backend", e.to_string()))?;
+    if let Some(file) = raw.tls_ca_file.take() {
+        let file = match file.to_str() {
+            Some(text) => PathBuf::from(
+                expand(text, lookup).map_err(|e| invalid("tls_ca_file", e.to_string()))?,
+            ),
+            None => file,
+        };
+        raw.tls_ca_file = Some(base_dir.join(file));
+    }
     raw.backend()
         .map_err(|(key, message)| invalid(key, message))
 }

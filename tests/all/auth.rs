@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use rmcp::model::{
@@ -63,9 +64,26 @@ pub(crate) fn claims(sub: &str, aud: &str, iss: &str, ttl: i64) -> Value {
     json!({"sub": sub, "aud": aud, "iss": iss, "iat": now, "exp": now + ttl})
 }
 
+/// What the JWKS endpoint of [`serve_jwks_on`] answers: HTTP 500.
+const SERVE_500: usize = 0;
+/// ... a 200 whose body is not a key set.
+const SERVE_GARBAGE: usize = 1;
+/// ... the key set.
+const SERVE_KEYS: usize = 2;
+
 /// Serves the JWKS holding the trusted test key at
 /// `http://127.0.0.1:PORT/jwks`; returns the URL and a count of fetches.
 pub(crate) async fn serve_jwks() -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let fetches = serve_jwks_on(listener, Arc::new(AtomicUsize::new(SERVE_KEYS)));
+    (format!("http://127.0.0.1:{port}/jwks"), fetches)
+}
+
+/// Serves `/jwks` on `listener`, answering as `answer` says at the time of
+/// each request ([`SERVE_KEYS`] and the others); returns a count of fetches.
+fn serve_jwks_on(listener: tokio::net::TcpListener, answer: Arc<AtomicUsize>) -> Arc<AtomicUsize> {
+    use axum::response::IntoResponse;
     let mut jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(
         &signing_key("jwt-test-ed25519"),
         Algorithm::EdDSA,
@@ -79,14 +97,22 @@ pub(crate) async fn serve_jwks() -> (String, Arc<AtomicUsize>) {
         "/jwks",
         axum::routing::get(move || {
             counted.fetch_add(1, Ordering::SeqCst);
-            let set = set.clone();
-            async move { axum::Json(set) }
+            let response = match answer.load(Ordering::SeqCst) {
+                SERVE_500 => {
+                    (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "boom").into_response()
+                }
+                SERVE_GARBAGE => (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    "<html>not a key set</html>",
+                )
+                    .into_response(),
+                _ => axum::Json(set.clone()).into_response(),
+            };
+            async move { response }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://127.0.0.1:{port}/jwks"), fetches)
+    fetches
 }
 
 /// The forge.toml of an authenticated gateway: Alice's and Bob's opaque
@@ -101,20 +127,23 @@ fn config(dir: &Path, jwks: &str, rate: &Rate) -> PathBuf {
              [auth]\nresource = \"{RESOURCE}\"\n{}\n\
              [[auth.tokens]]\nsubject = \"alice\"\nsha256 = \"{}\"\n\n\
              [[auth.tokens]]\nsubject = \"bob\"\nsha256 = \"{}\"\n\n\
-             [auth.jwt]\nissuer = \"{ISSUER}\"\njwks_uri = \"{jwks}\"\nalgorithms = [\"EdDSA\"]\n",
+             [auth.jwt]\nissuer = \"{ISSUER}\"\njwks_uri = \"{jwks}\"\nalgorithms = [\"EdDSA\"]\n{}",
             rate.sandbox,
             rate.auth,
             hash(ALICE),
-            hash(BOB)
+            hash(BOB),
+            rate.jwt
         ),
     )
 }
 
-/// Extra lines for `[sandbox]` and `[auth]`: a rate limit and its scope.
+/// Extra lines for `[sandbox]`, `[auth]` and `[auth.jwt]`: a rate limit
+/// and its scope, the JWKS timing.
 #[derive(Default)]
 struct Rate {
     sandbox: &'static str,
     auth: &'static str,
+    jwt: &'static str,
 }
 
 /// A gateway under test, its URL and its stderr.
@@ -130,16 +159,21 @@ impl Gateway {
     }
 
     async fn start_with(name: &str, rate: &Rate) -> (Gateway, Arc<AtomicUsize>) {
+        let (jwks, fetches) = serve_jwks().await;
+        (Gateway::start_at(name, &jwks, rate).await, fetches)
+    }
+
+    /// A gateway whose `[auth.jwt] jwks_uri` is `jwks`.
+    async fn start_at(name: &str, jwks: &str, rate: &Rate) -> Gateway {
         crate::http::tls();
         let dir = scratch(name);
-        let (jwks, fetches) = serve_jwks().await;
-        let config = config(&dir, &jwks, rate);
+        let config = config(&dir, jwks, rate);
         let stderr = std::fs::File::create(dir.join("stderr.log")).unwrap();
         let mut cmd = quickforge_cmd(Some(&config));
         cmd.env("QF_TEST_REPLICA", "replica-a")
             .stderr(Stdio::from(stderr));
         let (child, url) = crate::http::serve_http_with(cmd).await;
-        (Gateway { child, url, dir }, fetches)
+        Gateway { child, url, dir }
     }
 
     /// A POST of a 2025-era `initialize` with `authorization` (a header
@@ -485,6 +519,7 @@ async fn rate_limits_can_be_per_subject() {
     let rate = Rate {
         sandbox: "max_executions_per_minute = 6\n",
         auth: "rate_limit_scope = \"subject\"\n",
+        ..Rate::default()
     };
     let (mut gw, _) = Gateway::start_with("auth-rate", &rate).await;
     let (alice, bob) = (gw.client(ALICE).await, gw.client(BOB).await);
@@ -536,4 +571,167 @@ async fn a_public_bind_without_auth_is_refused_with_how_to_configure_it() {
     ] {
         assert!(stderr.contains(says), "{says}: {stderr}");
     }
+}
+
+/// Weakness (issue 23, item 1): the issuer's JWKS out of reach. Before any
+/// key was fetched, a well-formed JWT must get 503 with `Retry-After` (the
+/// token cannot be checked, which is not the same as invalid), every time
+/// until a fetch succeeds — the gateway answered 401 "kid unknown" to the
+/// requests between two tries, sending clients for new tokens that could
+/// not work either. Meanwhile `/health` and opaque tokens keep working;
+/// a JWKS that answers 500 or garbage is still a 503; and once it serves
+/// the keys, the same token is accepted without a restart.
+#[tokio::test]
+async fn an_unreachable_jwks_is_a_503_until_it_serves_then_the_token_works() {
+    // A port nobody listens on yet: bound for its number, then released.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let jwks = format!("http://127.0.0.1:{port}/jwks");
+    // One second between fetches, the least the config allows: the test
+    // waits for the next try, so it waits no longer than that.
+    let rate = Rate {
+        jwt: "jwks_refresh_secs = 1\n",
+        ..Rate::default()
+    };
+    let mut gw = Gateway::start_at("auth-jwks-down", &jwks, &rate).await;
+    let token = format!(
+        "Bearer {}",
+        jwt(
+            "jwt-test-ed25519",
+            KID,
+            &claims("alice", RESOURCE, ISSUER, 600)
+        )
+    );
+    let unavailable = |r: reqwest::Response| async move {
+        assert_eq!(r.status(), 503);
+        assert_eq!(r.headers()["retry-after"], "1", "jwks_refresh_secs");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["error"], "temporarily_unavailable", "{body}");
+    };
+    // The first try fails; the second comes before the next try is due.
+    for _ in 0..2 {
+        unavailable(gw.post(Some(&token)).await).await;
+    }
+    let base = gw.url.trim_end_matches("/mcp").to_string();
+    let health = reqwest::get(format!("{base}/health")).await.unwrap();
+    assert_eq!(health.status(), 200);
+    assert_eq!(
+        gw.post(Some(&format!("Bearer {ALICE}"))).await.status(),
+        200
+    );
+
+    // The JWKS comes up, answering 500, then garbage: still 503, and each
+    // kind is fetched (a fetch per second at most).
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let answer = Arc::new(AtomicUsize::new(SERVE_500));
+    let fetches = serve_jwks_on(listener, answer.clone());
+    for mode in [SERVE_500, SERVE_GARBAGE] {
+        answer.store(mode, Ordering::SeqCst);
+        let before = fetches.load(Ordering::SeqCst);
+        eventually(Duration::from_secs(10), || async {
+            unavailable(gw.post(Some(&token)).await).await;
+            (fetches.load(Ordering::SeqCst) > before).then_some(())
+        })
+        .await;
+    }
+    // Then the keys: the same token is accepted, by the same process.
+    answer.store(SERVE_KEYS, Ordering::SeqCst);
+    eventually(Duration::from_secs(10), || async {
+        let r = gw.post(Some(&token)).await;
+        if r.status() == 200 {
+            return Some(());
+        }
+        unavailable(r).await;
+        None
+    })
+    .await;
+    assert!(gw.child.try_wait().unwrap().is_none(), "still serving");
+    gw.child.start_kill().unwrap();
+}
+
+/// A 2025-era request in session `session` with `token` (if any), carrying
+/// `body`; the raw response.
+async fn in_session(
+    gw: &Gateway,
+    session: &str,
+    token: Option<&str>,
+    body: &Value,
+) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(&gw.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    request.send().await.unwrap()
+}
+
+/// The JSON-RPC answer with `id` in a response's SSE (or JSON) body.
+async fn answer(response: reqwest::Response, id: u64) -> Value {
+    assert_eq!(response.status(), 200);
+    let body = response.text().await.unwrap();
+    body.lines()
+        .map(|l| l.strip_prefix("data:").unwrap_or(l).trim())
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .find(|v| v["id"] == id)
+        .unwrap_or_else(|| panic!("no answer {id} in {body}"))
+}
+
+/// Weakness (issue 23, item 2): a 2025-era session id is a bearer of its
+/// own; one that leaked (a log, a proxy) must be of no use to another
+/// user. Bob, with his own valid token, sends a `tools/call` with Alice's
+/// session id: refused, saying the session belongs to another subject,
+/// and the call does not run. A request with her session id and no token
+/// gets 401. Alice's session is undisturbed: her next call works and sees
+/// the value she put in the session's stash.
+#[tokio::test]
+async fn another_subject_cannot_use_a_session_id() {
+    let (mut gw, _) = Gateway::start("auth-session-reuse").await;
+    let init = gw.post(Some(&format!("Bearer {ALICE}"))).await;
+    assert_eq!(init.status(), 200);
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    drop(init);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let r = in_session(&gw, &session, Some(ALICE), &initialized).await;
+    assert!(r.status().is_success(), "{}", r.status());
+    let call = |id: u64, code: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "execute", "arguments": {"code": code}}})
+    };
+    let put = call(
+        2,
+        "async () => { await forge.stash.put('k', 'alice'); return 'put' }",
+    );
+    let a = answer(in_session(&gw, &session, Some(ALICE), &put).await, 2).await;
+    assert_eq!(a["result"]["structuredContent"]["result"], "put", "{a}");
+
+    // Bob, in Alice's session: refused, and his script does not run.
+    let overwrite = call(
+        3,
+        "async () => { await forge.stash.put('k', 'bob'); return 'overwritten' }",
+    );
+    let b = answer(in_session(&gw, &session, Some(BOB), &overwrite).await, 3).await;
+    let message = b["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("belongs to another authenticated subject"),
+        "{b}"
+    );
+    assert!(b.get("result").is_none(), "{b}");
+    // No token at all: 401 before the session is looked at.
+    challenge(&in_session(&gw, &session, None, &overwrite).await);
+
+    // Alice's session goes on, with her value in its stash.
+    let get = call(4, "async () => forge.stash.get('k')");
+    let a = answer(in_session(&gw, &session, Some(ALICE), &get).await, 4).await;
+    assert_eq!(a["result"]["structuredContent"]["result"], "alice", "{a}");
+    gw.child.start_kill().unwrap();
 }

@@ -3,6 +3,7 @@
 //! sharing one real `redis-server` that the test starts on a free port and
 //! kills at the end (see `quickforge::RedisServer`).
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
@@ -335,4 +336,124 @@ async fn a_gateway_starts_while_redis_is_down() {
     .await;
     assert_eq!(stored, 1);
     g.start_kill().unwrap();
+}
+
+/// Makes a throwaway CA named `name` in `dir` and, signed by it, a server
+/// certificate for 127.0.0.1; writes `{name}-ca.pem`, `{name}-cert.pem`
+/// and `{name}-key.pem` and returns their paths in that order.
+fn throwaway_ca(dir: &Path, name: &str) -> [PathBuf; 3] {
+    use rcgen::{
+        BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
+        KeyUsagePurpose,
+    };
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(DnType::CommonName, format!("quickforge test CA {name}"));
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "127.0.0.1");
+    let cert = params.signed_by(&key, &*ca).unwrap();
+    let paths = ["ca", "cert", "key"].map(|f| dir.join(format!("{name}-{f}.pem")));
+    std::fs::write(&paths[0], ca.pem()).unwrap();
+    std::fs::write(&paths[1], cert.pem()).unwrap();
+    std::fs::write(&paths[2], key.serialize_pem()).unwrap();
+    paths
+}
+
+/// A config whose state is in the TLS-only `redis`, trusting the CA in
+/// `ca` (`[state] tls_ca_file`), with the replicas' shared stash secret.
+fn tls_config(redis: &RedisServer, ca: &Path) -> String {
+    format!(
+        "[state]\nbackend = {}\ntimeout_ms = 300\nkey_prefix = \"it:\"\ntls_ca_file = {}\n\n[sandbox.stash]\nsecret = \"a shared secret for every replica\"\n",
+        toml_str(&redis.url()),
+        toml_str(&ca.to_string_lossy())
+    )
+}
+
+/// Weakness (issue 23, item 3, "TLS too"): `rediss://` was never run, and
+/// a Redis whose certificate comes from the operator's own CA (as Redis
+/// certificates nearly always do) could not be trusted at all: the client
+/// knew only the system's roots. With `[state] tls_ca_file` naming that CA
+/// the stash works over a TLS-only Redis (`--port 0`): a value put through
+/// one gateway is read through another. A gateway given another CA starts,
+/// and its stash answers `STATE_UNAVAILABLE` at once, not after a hang,
+/// with the untrusted certificate in its log; a CA file that does not
+/// exist is refused at start, naming the key.
+#[tokio::test]
+async fn the_stash_works_over_rediss_with_the_operators_ca() {
+    tls();
+    let dir = scratch("redis-tls");
+    let [ca, cert, key] = throwaway_ca(&dir, "right");
+    let [other_ca, _, _] = throwaway_ca(&dir, "wrong");
+    let redis = RedisServer::start_tls(&cert, &key, &ca, &[]);
+    assert!(redis.url().starts_with("rediss://"), "{}", redis.url());
+    let toml = tls_config(&redis, &ca);
+    let (mut ga, url_a) = gateway("redis-tls-a", &toml).await;
+    let put = execute(
+        &open(&url_a).await,
+        r#"async () => { await forge.stash.put("over", "tls"); return "kept"; }"#,
+        None,
+    )
+    .await;
+    assert_eq!(ok_value(&put), "kept");
+    let handle = handle_of(&put);
+    let (mut gb, url_b) = gateway("redis-tls-b", &toml).await;
+    let read = r#"async () => forge.stash.get("over")"#;
+    assert_eq!(value(&open(&url_b).await, read, Some(&handle)).await, "tls");
+
+    // Another CA: the handshake fails, promptly and clearly.
+    let wrong = scratch("redis-tls-wrong");
+    let config = write_config(&wrong, &tls_config(&redis, &other_ca));
+    let log = wrong.join("stderr.log");
+    let mut cmd = quickforge_cmd(Some(&config));
+    cmd.stderr(std::process::Stdio::from(
+        std::fs::File::create(&log).unwrap(),
+    ));
+    let (mut gw, url_w) = crate::http::serve_http_with(cmd).await;
+    let started = Instant::now();
+    let refused = value(
+        &open(&url_w).await,
+        r#"async () => { try { await forge.stash.get("over"); return "read"; } catch (e) { return e.code; } }"#,
+        None,
+    )
+    .await;
+    assert_eq!(refused, "STATE_UNAVAILABLE");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.to_lowercase().contains("certificate"), "{text}");
+
+    // A CA file that is not there: refused at start.
+    let missing = write_config(
+        &scratch("redis-tls-missing"),
+        &tls_config(&redis, Path::new("no-such-ca.pem")),
+    );
+    let mut cmd = quickforge_cmd(Some(&missing));
+    cmd.args(["serve", "--http", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null());
+    let out = tokio::time::timeout(CALL_BOUND, cmd.output())
+        .await
+        .expect("refused at once")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("state.tls_ca_file") && stderr.contains("no-such-ca.pem"),
+        "{stderr}"
+    );
+    for g in [&mut ga, &mut gb, &mut gw] {
+        g.start_kill().unwrap();
+    }
 }

@@ -63,6 +63,14 @@ pub struct StateConfig {
     /// that share state use the same prefix; unrelated deployments sharing
     /// one Redis use different ones.
     pub key_prefix: String,
+    /// For `rediss://`: a PEM file of the CA certificate(s) that signed
+    /// Redis's certificate, trusted instead of the system's roots. Redis
+    /// with TLS nearly always has a certificate of the operator's own CA,
+    /// which no system trusts; without this key the only ways left would be
+    /// to add that CA to the whole host or to turn verification off
+    /// (`#insecure`), both worse. Relative to the config file's folder;
+    /// `${VAR}` is expanded.
+    pub tls_ca_file: Option<std::path::PathBuf>,
 }
 
 impl Default for StateConfig {
@@ -71,6 +79,7 @@ impl Default for StateConfig {
             backend: "memory".into(),
             timeout_ms: 500,
             key_prefix: "quickforge:".into(),
+            tls_ca_file: None,
         }
     }
 }
@@ -95,6 +104,8 @@ pub enum Backend {
         timeout: Duration,
         /// [`StateConfig::key_prefix`].
         prefix: String,
+        /// The PEM of [`StateConfig::tls_ca_file`], if given.
+        ca: Option<Vec<u8>>,
     },
 }
 
@@ -160,11 +171,60 @@ impl StateConfig {
                 format!("not a valid Redis URL ({})", e.kind_text()),
             ));
         }
+        let ca = match &self.tls_ca_file {
+            None => None,
+            Some(_) if scheme != Some("rediss") => {
+                return Err((
+                    "tls_ca_file",
+                    "is for a TLS connection: use it with backend = \"rediss://host:port\"".into(),
+                ));
+            }
+            Some(path) => Some(read_ca(path, url).map_err(|m| ("tls_ca_file", m))?),
+        };
         Ok(Backend::Redis {
             url: url.to_string(),
             timeout: Duration::from_millis(self.timeout_ms),
             prefix: prefix.clone(),
+            ca,
         })
+    }
+}
+
+/// The CA certificates in the PEM file `path`, checked the way the client
+/// will use them for `url`.
+fn read_ca(path: &std::path::Path, url: &str) -> Result<Vec<u8>, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("could not read {}: {e}", path.display()))?;
+    if !pem
+        .windows(b"-----BEGIN CERTIFICATE-----".len())
+        .any(|w| w == b"-----BEGIN CERTIFICATE-----")
+    {
+        return Err(format!(
+            "{} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+            path.display()
+        ));
+    }
+    client(url, Some(&pem)).map_err(|e| {
+        format!(
+            "{} is not a usable CA certificate ({})",
+            path.display(),
+            e.kind_text()
+        )
+    })?;
+    Ok(pem)
+}
+
+/// The client for `url`, trusting `ca` (PEM) rather than the system's
+/// roots when given.
+fn client(url: &str, ca: Option<&[u8]>) -> redis::RedisResult<redis::Client> {
+    match ca {
+        None => redis::Client::open(url),
+        Some(ca) => redis::Client::build_with_tls(
+            url,
+            redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(ca.to_vec()),
+            },
+        ),
     }
 }
 
@@ -215,6 +275,7 @@ impl Redis {
             url,
             timeout,
             prefix,
+            ca,
         } = backend
         else {
             return Ok(None);
@@ -222,7 +283,7 @@ impl Redis {
         // rediss:// uses rustls with the process-wide provider; the
         // gateway's other clients install the same one.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = redis::Client::open(url.as_str())
+        let client = client(url, ca.as_deref())
             .map_err(|e| format!("not a valid Redis URL ({})", e.kind_text()))?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(*timeout))
@@ -313,7 +374,16 @@ impl Redis {
 
 /// The `STATE_UNAVAILABLE` for a Redis error: full, slow, or unreachable.
 fn unavailable(e: &redis::RedisError, timeout: Duration) -> ForgeError {
-    tracing::warn!(error = %e.kind_text(), "the state store (Redis) failed an operation");
+    // An I/O failure's own text says why (the OS's "connection refused",
+    // or rustls's "invalid peer certificate: UnknownIssuer" for a Redis
+    // whose certificate `tls_ca_file` does not vouch for) and never holds
+    // the URL; other kinds are shown by kind alone.
+    let why = if e.is_io_error() {
+        e.to_string()
+    } else {
+        e.kind_text()
+    };
+    tracing::warn!(error = %why, "the state store (Redis) failed an operation");
     let (message, suggestion) = if e.code() == Some("OOM") {
         (
             "the state store (Redis) is full: it refused the write (maxmemory reached, maxmemory-policy noeviction); nothing was stored".to_string(),

@@ -4,6 +4,7 @@
 //! tests (tests/all/redis_state.rs), which run the real server rather than
 //! a mock: the scripts' atomicity, `TIME` and `OOM` refusals are Redis's.
 
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -13,6 +14,7 @@ pub struct RedisServer {
     port: u16,
     dir: tempfile::TempDir,
     extra: Vec<String>,
+    tls: bool,
 }
 
 impl RedisServer {
@@ -20,30 +22,55 @@ impl RedisServer {
     /// `--appendonly yes`, `--maxmemory 2mb`); panics when
     /// `redis-server` is not installed.
     pub fn start(extra: &[&str]) -> RedisServer {
+        RedisServer::start_with(extra.iter().map(|s| s.to_string()).collect(), false)
+    }
+
+    /// Starts one that speaks TLS only (`--port 0`, `--tls-port`), with
+    /// the server certificate and its key in the PEM files `cert` and
+    /// `key`, `ca` the CA it trusts for clients (Redis wants one even when
+    /// clients need no certificate, as here: `--tls-auth-clients no`).
+    /// Its URL is `rediss://`.
+    pub fn start_tls(cert: &Path, key: &Path, ca: &Path, extra: &[&str]) -> RedisServer {
+        let mut args = Vec::new();
+        for (flag, file) in [
+            ("--tls-cert-file", cert),
+            ("--tls-key-file", key),
+            ("--tls-ca-cert-file", ca),
+        ] {
+            args.push(flag.to_string());
+            args.push(file.to_string_lossy().into_owned());
+        }
+        args.extend(["--tls-auth-clients".into(), "no".into()]);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        RedisServer::start_with(args, true)
+    }
+
+    fn start_with(extra: Vec<String>, tls: bool) -> RedisServer {
         let dir = tempfile::tempdir().unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-        let child = spawn(port, dir.path(), &extra);
+        let child = spawn(port, tls, dir.path(), &extra);
         RedisServer {
             child,
             port,
             dir,
             extra,
+            tls,
         }
     }
 
-    /// Its `redis://` URL.
+    /// Its `redis://` URL (`rediss://` when started with TLS).
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     /// Its scratch folder (its `--dir`: snapshots, the append-only file, a
     /// `--unixsocket` placed there).
-    pub fn dir(&self) -> &std::path::Path {
+    pub fn dir(&self) -> &Path {
         self.dir.path()
     }
 
@@ -56,7 +83,7 @@ impl RedisServer {
     /// Starts it again on the same port and folder.
     pub fn restart(&mut self) {
         self.kill();
-        self.child = spawn(self.port, self.dir.path(), &self.extra);
+        self.child = spawn(self.port, self.tls, self.dir.path(), &self.extra);
     }
 }
 
@@ -66,16 +93,17 @@ impl Drop for RedisServer {
     }
 }
 
-fn spawn(port: u16, dir: &std::path::Path, extra: &[String]) -> Child {
+/// `redis-server` on `port` (its TLS port, the plain one off, when `tls`).
+fn spawn(port: u16, tls: bool, dir: &Path, extra: &[String]) -> Child {
+    let text = port.to_string();
+    let ports: &[&str] = if tls {
+        &["--port", "0", "--tls-port", &text]
+    } else {
+        &["--port", &text]
+    };
     let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
+        .args(ports)
+        .args(["--bind", "127.0.0.1", "--save", ""])
         .arg("--dir")
         .arg(dir)
         .args(extra)

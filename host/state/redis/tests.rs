@@ -27,6 +27,7 @@ fn connect(server: &RedisServer, timeout_ms: u64) -> Arc<Redis> {
         backend: server.url(),
         timeout_ms,
         key_prefix: format!("t{}:", Handle::random().as_str()),
+        ..StateConfig::default()
     }
     .backend()
     .unwrap();
@@ -326,4 +327,31 @@ async fn a_unix_socket_backend_works() {
         );
     }
     drop(server);
+}
+
+/// `tls_ca_file` is checked at load: only with `rediss://`, and only a
+/// file that holds a PEM certificate (an empty trust store would refuse
+/// every Redis, with a less clear error, at the first stash operation).
+#[test]
+fn tls_ca_file_needs_rediss_and_a_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_pem = dir.path().join("ca.pem");
+    std::fs::write(&not_pem, "not a certificate\n").unwrap();
+    let check = |backend: &str, file: &std::path::Path| {
+        StateConfig {
+            backend: backend.into(),
+            tls_ca_file: Some(file.to_path_buf()),
+            ..StateConfig::default()
+        }
+        .backend()
+        .unwrap_err()
+    };
+    let (key, message) = check("redis://127.0.0.1:6379", &not_pem);
+    assert_eq!(key, "tls_ca_file");
+    assert!(message.contains("rediss://"), "{message}");
+    let (key, message) = check("rediss://127.0.0.1:6379", &not_pem);
+    assert_eq!(key, "tls_ca_file");
+    assert!(message.contains("holds no PEM certificate"), "{message}");
+    let (_, message) = check("rediss://127.0.0.1:6379", &dir.path().join("absent.pem"));
+    assert!(message.contains("could not read"), "{message}");
 }

@@ -309,7 +309,7 @@ fn hex_secret() -> String {
 
 /// Starts `quickforge serve --http 127.0.0.1:PORT` from `cmd` and waits
 /// for its "listening" line.
-async fn serve(mut cmd: Command, port: u16) -> Child {
+pub async fn serve(mut cmd: Command, port: u16) -> Child {
     let mut child = cmd
         .args(["serve", "--http", &format!("127.0.0.1:{port}")])
         .stdin(Stdio::null())

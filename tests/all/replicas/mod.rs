@@ -7,7 +7,7 @@ mod cluster;
 
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolResponse, ProtocolVersion, TaskPayload};
+use rmcp::model::{CallToolResponse, GetTaskParams, ProtocolVersion, TaskPayload};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientServiceExt, ServiceExt};
 use serde_json::{Value, json};
@@ -573,4 +573,151 @@ async fn session_ids_hold_for_their_subject_only(cluster: &Cluster) {
         "alice",
         "her session, restored, with its own stash"
     );
+}
+
+/// The replica `name` of a small cluster started directly (no balancer,
+/// state in memory: only run ids matter here), its `[cluster] peers` the
+/// replicas `(name, port)` of `peers`, serving on `port`; tasks from the
+/// first millisecond.
+async fn member(
+    dir: &std::path::Path,
+    name: &str,
+    port: u16,
+    peers: &[(&str, u16)],
+) -> tokio::process::Child {
+    let peers: String = peers
+        .iter()
+        .map(|(n, p)| format!("peers.{n} = \"http://127.0.0.1:{p}/mcp\"\n"))
+        .collect();
+    let config = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &config,
+        format!(
+            "[sandbox]\ntask_after_ms = 0\n\n[sandbox.stash]\nsecret = \"one secret for every replica of this test\"\n\n[cluster]\nreplica = \"{name}\"\n{peers}"
+        ),
+    )
+    .unwrap();
+    cluster::serve(crate::mcp::quickforge_cmd(Some(&config)), port).await
+}
+
+/// A raw 2026-07-28 `tools/call` of `execute` to `port` carrying `state` as
+/// its MRTR `requestState` (with `forwarded_by` as the header replicas mark
+/// forwarded requests with, if given); the answer's status and body, and
+/// how long it took.
+async fn retry(port: u16, state: &str, forwarded_by: Option<&str>) -> (u16, String, Duration) {
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+    "name": "execute", "arguments": {"code": "async () => 1"}, "requestState": state,
+    "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "replicas-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }}});
+    let mut post = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "execute")
+        .json(&body);
+    if let Some(by) = forwarded_by {
+        post = post.header("x-quickforge-forwarded-by", by);
+    }
+    let started = Instant::now();
+    let answer = tokio::time::timeout(Duration::from_secs(20), post.send())
+        .await
+        .expect("answered, not hung")
+        .unwrap();
+    let status = answer.status().as_u16();
+    let text = answer.text().await.unwrap();
+    (status, text, started.elapsed())
+}
+
+/// Reproduces: a follow-up (task poll, MRTR retry) whose owner is gone
+/// must not hang its client or bounce between replicas. Replicas `a` and
+/// `b` list each other; `c` shares their secret but is not among `a`'s
+/// peers. While `b` lives, `a` forwards the poll of `b`'s task (the
+/// control). A poll of `c`'s task through `a` gets the JSON-RPC error
+/// that says to run the script again, naming the unlisted replica; once
+/// `b` is killed, so does a poll of `b`'s task and an MRTR retry carrying
+/// its id, each within a few seconds. The same retry marked as already
+/// forwarded (`x-quickforge-forwarded-by`) is answered by `a` itself, not
+/// sent on to the dead `b`: no loop.
+#[tokio::test]
+async fn a_follow_up_whose_owner_is_dead_or_unlisted_says_run_it_again() {
+    crate::http::tls();
+    let dir = crate::mcp::scratch("replicas-dead-owner");
+    let (a, b, c) = (
+        cluster::free_port(),
+        cluster::free_port(),
+        cluster::free_port(),
+    );
+    let _ra = member(&dir, "a", a, &[("a", a), ("b", b)]).await;
+    let mut rb = member(&dir, "b", b, &[("a", a), ("b", b)]).await;
+    let _rc = member(&dir, "c", c, &[("c", c)]).await;
+    let connect = |port: u16| {
+        Answering { tasks: true }.serve_with_lifecycle(
+            StreamableHttpClientTransport::from_uri(format!("http://127.0.0.1:{port}/mcp")),
+            mode(&ProtocolVersion::V_2026_07_28),
+        )
+    };
+    // Longer than the test: still running when its owner dies.
+    let slow = "async () => { await new Promise(r => setTimeout(r, 60000)); return 'late' }";
+    let mut ids = Vec::new();
+    for port in [b, c] {
+        let client = connect(port).await.unwrap();
+        let CallToolResponse::Task(created) = once(&client, execute(slow)).await else {
+            panic!("task_after_ms = 0 makes a running execute a task");
+        };
+        ids.push(created.task.task_id);
+    }
+    let (of_b, of_c) = (&ids[0], &ids[1]);
+    assert!(
+        of_b.starts_with("qft_b.") && of_c.starts_with("qft_c."),
+        "{ids:?}"
+    );
+    let on_a = connect(a).await.unwrap();
+    let get = |id: &str| on_a.peer().get_task(GetTaskParams::new(id));
+    let working = get(of_b).await.expect("forwarded to b, which runs it");
+    assert!(matches!(working.task.payload, TaskPayload::Working));
+
+    let started = Instant::now();
+    let err = get(of_c).await.expect_err("c is not a's peer").to_string();
+    assert!(
+        err.contains("\"c\"")
+            && err.contains("[cluster] peers does not list")
+            && err.contains("run the script again"),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    rb.kill().await.unwrap();
+    let started = Instant::now();
+    let err = get(of_b).await.expect_err("b is dead").to_string();
+    assert!(
+        err.contains("\"b\"")
+            && err.contains("did not answer")
+            && err.contains("run the script again"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let (status, text, took) = retry(a, of_b, None).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(
+        text.contains("did not answer") && text.contains("run the script again"),
+        "{text}"
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    // Marked as forwarded: a answers it itself (the run is not its own),
+    // rather than trying b again.
+    let (_, text, took) = retry(a, of_b, Some("b")).await;
+    assert!(!text.contains("did not answer"), "forwarded again: {text}");
+    assert!(
+        text.contains("\"id\":7") || text.contains("\"error\""),
+        "{text}"
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
 }
