@@ -157,8 +157,10 @@ impl Recency {
 pub struct Session {
     /// Random; names the session in the audit log.
     pub id: Arc<str>,
-    /// The session's default stash handle, used by an `execute` that names
-    /// none.
+    /// A random stash handle: the default stash of a session on stdio, of
+    /// `quickforge run`, and of an HTTP session without `[auth]` until it
+    /// names its session id (then `ForgeServer` derives the default from
+    /// the id, the same on every replica; see `server/owner.rs`).
     pub handle: Handle,
     slots: Arc<Semaphore>,
     share: usize,

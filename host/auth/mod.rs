@@ -16,11 +16,13 @@
 //! verifies the token, and drops it; only the subject goes on.
 //!
 //! Rooms: `config` (`[auth]` parsed and validated), `jwt` (JWTs and the
-//! JWKS cache), `http` (the middleware and the metadata document).
+//! JWKS cache), `http` (the middleware and the metadata document),
+//! `sessions` (which subject each HTTP session belongs to).
 
 mod config;
 mod http;
 mod jwt;
+mod sessions;
 
 use std::sync::Arc;
 
@@ -29,6 +31,7 @@ use subtle::ConstantTimeEq;
 
 pub use config::{AuthConfig, RateLimitScope, RawAuth};
 pub use http::{metadata_routes, protect};
+pub use sessions::SessionOwners;
 
 /// The `Authorization` header a request was authenticated with. The
 /// middleware takes it out of the headers, so nothing further in (rmcp,
@@ -55,7 +58,7 @@ tokio::task_local! {
 
 /// The subject of the HTTP request this task serves, if it was
 /// authenticated (`None` without `[auth]`, on stdio, or outside a request).
-pub fn request_subject() -> Option<Subject> {
+pub(crate) fn request_subject() -> Option<Subject> {
     REQUEST_SUBJECT.try_with(Subject::clone).ok()
 }
 

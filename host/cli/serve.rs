@@ -175,12 +175,13 @@ async fn serve_http(
         .with_cancellation_token(shutdown.child_token());
     // With state in Redis, each session's `initialize` is kept there too,
     // so a replica that never saw the session restores it.
-    config.session_store = executor.redis.clone().map(|redis| {
+    let records = executor.redis.clone().map(|redis| {
         Arc::new(crate::state::redis::session::RedisSessionStore::new(
             redis,
             executor.sessions.idle,
-        )) as _
+        ))
     });
+    config.session_store = records.clone().map(|r| r as _);
     let factory_shared = executor.clone();
     // Sessions live as long as their stash's default TTL (rmcp's default
     // is 5 minutes): a client idle for longer still finds its session, and
@@ -196,6 +197,8 @@ async fn serve_http(
     let gate = Arc::new(Gate {
         cap: executor.session_cap.clone(),
         recency: Default::default(),
+        owners: Default::default(),
+        records,
         manager,
         limits: executor.sessions,
     });
@@ -252,15 +255,54 @@ async fn serve_http(
 }
 
 /// What stands between HTTP clients and their sessions: the cap on live
-/// sessions, and when each was last used.
+/// sessions, when each was last used, and whose each is (`[auth]`).
 struct Gate {
     cap: crate::session::SessionCap,
     recency: crate::session::Recency,
+    owners: crate::auth::SessionOwners,
+    /// The sessions' records in Redis, where a session opened on another
+    /// replica says whose it is.
+    records: Option<Arc<crate::state::redis::session::RedisSessionStore>>,
     manager: Arc<rmcp::transport::streamable_http_server::session::local::LocalSessionManager>,
     limits: crate::session::SessionLimits,
 }
 
 impl Gate {
+    /// Whether a request of `subject` naming session `id` must be refused
+    /// because the session is another subject's (`auth::sessions`). Without
+    /// `[auth]` there are no subjects and nothing to check. A session
+    /// neither recorded here nor in Redis is left to rmcp, which answers
+    /// it 404 (or restores it, when Redis, just now unreachable, answers).
+    async fn foreign(&self, id: &str, subject: Option<&crate::auth::Subject>) -> bool {
+        let Some(subject) = subject else {
+            return false;
+        };
+        if let Some(owner) = self.owners.owner(id) {
+            return owner != *subject;
+        }
+        let Some(records) = &self.records else {
+            return false;
+        };
+        match records.opened_by(id, subject).await {
+            Ok(Some(true)) => {
+                self.owners.record(id, subject.clone());
+                false
+            }
+            Ok(Some(false)) => true,
+            Ok(None) | Err(_) => false,
+        }
+    }
+
+    /// Records that session `id` is `subject`'s, and drops the records of
+    /// sessions rmcp has closed once there are twice as many as may live.
+    async fn own(&self, id: &str, subject: crate::auth::Subject) {
+        self.owners.record(id, subject);
+        if self.owners.len() > 2 * self.limits.max_sessions.max(1) {
+            let live = self.manager.sessions.read().await;
+            self.owners.retain(|id| live.contains_key(id));
+        }
+    }
+
     /// Closes the session left alone longest, if one has been idle for
     /// `evict_idle`, and waits (briefly) for its place to come free;
     /// whether a place is free now.
@@ -308,12 +350,23 @@ async fn sessions_gate(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
+    let subject = req.extensions().get::<crate::auth::Subject>().cloned();
     if let Some(id) = session_id(req.headers()) {
+        // Another subject's session, whatever the request (a GET would
+        // read its stream, a DELETE end it): the 404 of no session at all.
+        if gate.foreign(&id, subject.as_ref()).await {
+            return (
+                axum::http::StatusCode::NOT_FOUND,
+                "Not Found: Session not found",
+            )
+                .into_response();
+        }
         gate.recency.touch(&id);
         let closes = req.method() == axum::http::Method::DELETE;
         let response = next.run(req).await;
         if closes || response.status() == axum::http::StatusCode::NOT_FOUND {
             gate.recency.forget(&id);
+            gate.owners.forget(&id);
         }
         return response;
     }
@@ -350,6 +403,9 @@ async fn sessions_gate(
     let response = next.run(req).await;
     if let Some(id) = session_id(response.headers()) {
         gate.recency.touch(&id);
+        if let Some(subject) = subject {
+            gate.own(&id, subject).await;
+        }
     }
     response
 }

@@ -108,8 +108,9 @@ impl Executor {
         self.remake_runs(limits, name)
     }
 
-    /// The builders' one way to change what runs are made with: the table
-    /// is empty while the executor is built, so a new one loses nothing.
+    /// The builders' one way to change what runs are made with. The
+    /// builders run before the executor serves (the run table is empty),
+    /// so a new table loses nothing.
     fn remake_runs(
         mut self,
         limits: crate::tasks::TaskLimits,

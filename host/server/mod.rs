@@ -131,6 +131,11 @@ pub struct ForgeServer {
     /// The session's default stash handle: derived from its session id,
     /// else sealed for `owner` and minted on first use (see `owner.rs`).
     bound: Arc<std::sync::OnceLock<crate::state::Handle>>,
+    /// Whether this server has seen `initialize`: a session of the 2025
+    /// era (or stdio), whose `mcp-session-id` rmcp routes by. A stateless
+    /// request of the 2026 era never initializes, and the session id
+    /// header it may carry names nothing (see `owner.rs`).
+    initialized: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ForgeServer {
@@ -165,6 +170,7 @@ impl ForgeServer {
             client: Arc::default(),
             owner: Arc::default(),
             bound: Arc::default(),
+            initialized: Arc::default(),
         }
     }
 
@@ -222,6 +228,8 @@ impl ServerHandler for ForgeServer {
         request: InitializeRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
+        self.initialized
+            .store(true, std::sync::atomic::Ordering::Release);
         self.bind(&cx)?;
         if self.capped {
             self.session

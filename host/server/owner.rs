@@ -50,7 +50,11 @@ impl ForgeServer {
                 None,
             ));
         }
+        // Only a session that initialized: rmcp routes its requests by the
+        // header, so the header is its own id. A stateless 2026-era request
+        // could put any session's id there.
         if self.bound.get().is_none()
+            && self.initialized.load(std::sync::atomic::Ordering::Acquire)
             && let Some(id) = session_id_of(cx)
         {
             let derived = self.executor.handles.derive_for(&id, self.subject_id());

@@ -685,11 +685,15 @@ async fn answer(response: reqwest::Response, id: u64) -> Value {
 
 /// Weakness (issue 23, item 2): a 2025-era session id is a bearer of its
 /// own; one that leaked (a log, a proxy) must be of no use to another
-/// user. Bob, with his own valid token, sends a `tools/call` with Alice's
-/// session id: refused, saying the session belongs to another subject,
-/// and the call does not run. A request with her session id and no token
-/// gets 401. Alice's session is undisturbed: her next call works and sees
-/// the value she put in the session's stash.
+/// user. Bob, with his own valid token, uses Alice's session id for a
+/// `tools/call`, another method (`tools/list`), the session's SSE stream
+/// (GET, which would carry the server's requests to Alice) and DELETE
+/// (which would end her session): each gets the 404 of a session that
+/// does not exist, and his call does not run. (Only `tools/call` and a few
+/// others were refused before, inside the MCP handlers; GET, DELETE and
+/// the rest reached the session.) A request with her session id and no
+/// token gets 401. Alice's session is undisturbed: her next call works and
+/// sees the value she put in the session's stash.
 #[tokio::test]
 async fn another_subject_cannot_use_a_session_id() {
     let (mut gw, _) = Gateway::start("auth-session-reuse").await;
@@ -714,18 +718,28 @@ async fn another_subject_cannot_use_a_session_id() {
     let a = answer(in_session(&gw, &session, Some(ALICE), &put).await, 2).await;
     assert_eq!(a["result"]["structuredContent"]["result"], "put", "{a}");
 
-    // Bob, in Alice's session: refused, and his script does not run.
+    // Bob, in Alice's session: no such session, and his script does not run.
     let overwrite = call(
         3,
         "async () => { await forge.stash.put('k', 'bob'); return 'overwritten' }",
     );
-    let b = answer(in_session(&gw, &session, Some(BOB), &overwrite).await, 3).await;
-    let message = b["error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("belongs to another authenticated subject"),
-        "{b}"
-    );
-    assert!(b.get("result").is_none(), "{b}");
+    let list = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"});
+    for body in [&overwrite, &list] {
+        let r = in_session(&gw, &session, Some(BOB), body).await;
+        assert_eq!(r.status(), 404, "{body}");
+    }
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let r = reqwest::Client::new()
+            .request(method.clone(), &gw.url)
+            .bearer_auth(BOB)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-06-18")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 404, "{method}");
+    }
     // No token at all: 401 before the session is looked at.
     challenge(&in_session(&gw, &session, None, &overwrite).await);
 

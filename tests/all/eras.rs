@@ -302,3 +302,103 @@ async fn an_unsupported_version_in_meta_gets_32022_with_the_supported_list() {
     }
     child.start_kill().unwrap();
 }
+
+/// One POST of `body` to `url` with `headers`; the answer with id `id`
+/// (from a JSON or an SSE body).
+async fn post_answer(url: &str, headers: &[(&str, &str)], body: Value, id: i64) -> Value {
+    let mut post = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body);
+    for (name, value) in headers {
+        post = post.header(*name, *value);
+    }
+    let text = post.send().await.unwrap().text().await.unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .chain(std::iter::once(text.as_str()))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v["id"] == id)
+        .unwrap_or_else(|| panic!("no answer {id} in {text}"))
+}
+
+/// Reproduces (review of issue 23's session-derived stash): a 2025-era
+/// session's default stash has a handle derived from its session id; a
+/// stateless 2026-era request that put that session's id in an
+/// `mcp-session-id` header must not get the same derivation, or anyone who
+/// saw a session id would reach its stash without `[auth]`. The session
+/// reads its value; the stateless request with its id reads nothing.
+#[tokio::test]
+async fn a_stateless_request_naming_a_session_id_gets_no_session_stash() {
+    tls();
+    let dir = scratch("eras-session-id-stateless");
+    let config = write_config(&dir, "");
+    let (mut server, url) = serve_http(&config).await;
+    let init = reqwest::Client::new()
+        .post(url.as_str())
+        .header("accept", "application/json, text/event-stream")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let in_session = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    reqwest::Client::new()
+        .post(url.as_str())
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session.as_str())
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send()
+        .await
+        .unwrap();
+    let call = |id: i64, code: &str, meta: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "execute", "arguments": {"code": code}, "_meta": meta}})
+    };
+    let put =
+        "async () => { await forge.stash.put('own', 'secret'); return forge.stash.get('own') }";
+    let answer = post_answer(&url, &in_session, call(2, put, json!({})), 2).await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["result"], "secret",
+        "{answer}"
+    );
+    let get = "async () => forge.stash.get('own')";
+    let answer = post_answer(&url, &in_session, call(3, get, json!({})), 3).await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["result"], "secret",
+        "the session reads its own stash: {answer}"
+    );
+    let modern = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "eras-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let stateless = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "execute"),
+    ];
+    let answer = post_answer(&url, &stateless, call(4, get, modern), 4).await;
+    assert_eq!(
+        answer["result"]["isError"], false,
+        "the stateless request is served: {answer}"
+    );
+    assert_eq!(
+        answer["result"]["structuredContent"]["result"],
+        Value::Null,
+        "a stateless request reached the session's stash by naming its id: {answer}"
+    );
+    server.start_kill().unwrap();
+}

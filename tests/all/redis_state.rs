@@ -297,8 +297,38 @@ async fn a_2025_session_opened_on_one_gateway_is_used_through_another() {
         answer["result"]["structuredContent"]["result"], 42,
         "{answer}"
     );
-    let on_memory = post(url_m, call).await;
+    let on_memory = post(url_m, call.clone()).await;
     assert_eq!(on_memory.status(), 404);
+
+    // A record in the format before records kept their subject (rmcp's
+    // state alone) is no session: 404, which a client recovers from by
+    // opening a new one, not a 500.
+    let mut conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let record: String = redis::cmd("GET")
+        .arg(format!("it:session:{session}"))
+        .query(&mut conn)
+        .unwrap();
+    let record: Value = serde_json::from_str(&record).unwrap();
+    assert!(record.get("subject").is_some(), "{record}");
+    let old = serde_json::to_string(&record["state"]).unwrap();
+    let () = redis::cmd("SET")
+        .arg("it:session:an-old-format-record")
+        .arg(old)
+        .query(&mut conn)
+        .unwrap();
+    let on_old = reqwest::Client::new()
+        .post(url_a.as_str())
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", "an-old-format-record")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&call)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(on_old.status(), 404);
     for g in [&mut ga, &mut gb, &mut gm] {
         g.start_kill().unwrap();
     }

@@ -10,8 +10,13 @@
 //! replays the `initialize` with the restoring request's credentials, so
 //! without this check another subject holding a leaked session id would
 //! own the restored session on a replica that had not seen it. Another
-//! subject's restore finds no session (404), as on the replica that
-//! serves it, where `ForgeServer::bind` refuses it.
+//! subject's restore finds no session (404). The HTTP session gate asks
+//! [`RedisSessionStore::opened_by`] too, before any request of a session
+//! this replica has not seen reaches rmcp (`auth::SessionOwners`).
+//!
+//! A record that does not parse (written by another version) is no
+//! session: the client gets 404 and opens a new one, where an error would
+//! be a 500 it does not recover from.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,10 +37,15 @@ struct Record<S> {
     state: S,
 }
 
-/// The SHA-256 of the current request's subject, as a [`Record`] keeps it.
-fn current_subject() -> Option<String> {
+/// The SHA-256 of `subject`'s id, as a [`Record`] keeps it.
+fn digest(subject: &Subject) -> String {
     use sha2::Digest;
-    request_subject().map(|s: Subject| hex::encode(sha2::Sha256::digest(s.id().as_bytes())))
+    hex::encode(sha2::Sha256::digest(subject.id().as_bytes()))
+}
+
+/// The digest of the current request's subject.
+fn current_subject() -> Option<String> {
+    request_subject().as_ref().map(digest)
 }
 
 /// Session records under `<key_prefix>session:<id>`.
@@ -57,20 +67,49 @@ impl RedisSessionStore {
     fn ttl_ms(&self) -> u64 {
         (self.ttl.as_millis() as u64).max(1)
     }
+
+    /// The record of session `id`, if there is one that parses (refreshing
+    /// nothing).
+    async fn record(&self, id: &str) -> Result<Option<Record<SessionState>>, SessionStoreError> {
+        let mut cmd = redis::cmd("GET");
+        cmd.arg(self.key(id));
+        let json: Option<String> = self.redis.query(cmd).await?;
+        Ok(json.and_then(|json| match serde_json::from_str(&json) {
+            Ok(record) => Some(record),
+            Err(e) => {
+                tracing::debug!("a session record that does not parse is no session: {e}");
+                None
+            }
+        }))
+    }
+
+    /// Whether session `id` was opened by `subject`: `None` when Redis has
+    /// no record of it.
+    pub async fn opened_by(
+        &self,
+        id: &str,
+        subject: &Subject,
+    ) -> Result<Option<bool>, SessionStoreError> {
+        let record = self.record(id).await?;
+        Ok(record.map(|r| r.subject.as_deref() == Some(digest(subject).as_str())))
+    }
 }
 
 #[async_trait::async_trait]
 impl SessionStore for RedisSessionStore {
     async fn load(&self, session_id: &str) -> Result<Option<SessionState>, SessionStoreError> {
-        let mut cmd = redis::cmd("GETEX");
-        cmd.arg(self.key(session_id)).arg("PX").arg(self.ttl_ms());
-        let json: Option<String> = self.redis.query(cmd).await?;
-        let Some(json) = json else {
+        let Some(record) = self.record(session_id).await? else {
             return Ok(None);
         };
-        let record: Record<SessionState> = serde_json::from_str(&json)?;
-        // Another subject's session is no session of this one's.
-        Ok((record.subject == current_subject()).then_some(record.state))
+        // Another subject's session is no session of this one's, and its
+        // attempts do not keep the record alive.
+        if record.subject != current_subject() {
+            return Ok(None);
+        }
+        let mut cmd = redis::cmd("PEXPIRE");
+        cmd.arg(self.key(session_id)).arg(self.ttl_ms());
+        self.redis.query::<()>(cmd).await?;
+        Ok(Some(record.state))
     }
 
     async fn store(&self, session_id: &str, state: &SessionState) -> Result<(), SessionStoreError> {

@@ -75,6 +75,7 @@ async fn a_stash_written_through_one_replica_is_read_through_the_others() {
             steps.push(json!({"execute": "async () => forge.stash.get('era')", "stash_from": 0}));
         }
         let out = sdk(era, &cluster.url, Value::Array(steps)).await;
+        assert_eq!(out.len(), 4, "{out:?}");
         assert_eq!(out[0]["protocolVersion"], era, "{out:?}");
         assert_eq!(value(&out[0]), "put");
         for step in &out[1..] {
@@ -91,6 +92,8 @@ async fn a_stash_written_through_one_replica_is_read_through_the_others() {
         steps.push(json!({"execute": "async () => forge.stash.get('own')"}));
     }
     let out = sdk("2025-11-25", &cluster.url, Value::Array(steps)).await;
+    assert_eq!(out.len(), 4, "{out:?}");
+    assert_eq!(value(&out[0]), "put", "{out:?}");
     for step in &out[1..] {
         assert_eq!(value(step), "session", "{out:?}");
     }
@@ -492,10 +495,18 @@ async fn jwts_hold_on_every_replica(cluster: &Cluster) {
     for _ in 0..cluster.replicas.len() {
         steps.push(json!({"execute": "async () => forge.stash.get('k')", "stash_from": 0}));
     }
+    let before = served(cluster);
     let out = sdk_as(&carol, "2026-07-28", &cluster.url, Value::Array(steps)).await;
+    assert_eq!(out.len(), 1 + cluster.replicas.len(), "{out:?}");
+    assert_eq!(value(&out[0]), "put", "{out:?}");
     for step in &out[1..] {
         assert_eq!(value(step), "carol", "{out:?}");
     }
+    let after = served(cluster);
+    assert!(
+        before.iter().zip(&after).all(|(b, a)| a > b),
+        "Carol's JWT was served by every replica: {before:?} -> {after:?}"
+    );
 }
 
 /// One JSON-RPC POST to `url` as `token` in `session`; the status and the
@@ -525,10 +536,11 @@ async fn post_rpc(url: &str, token: &str, session: &str, body: Value) -> (u16, O
 /// Reproduces: a leaked 2025-era session id let another subject take the
 /// session over on a replica that had not seen it (rmcp restores a
 /// session by replaying its `initialize` with the restoring request's
-/// credentials). Alice opens a session on one replica; Bob's request with
-/// her session id is refused on that replica (the session is hers) and
-/// finds no session on another (its record is hers, 404); Alice's own
-/// request on that other replica is then restored and served.
+/// credentials). Alice opens a session on one replica; Bob's requests with
+/// her session id find no session (404) on that replica, on another that
+/// has not seen it (its record is hers), and his DELETE through a third
+/// ends nothing; Alice's own request on the second replica is then
+/// restored and served, with her stash.
 async fn session_ids_hold_for_their_subject_only(cluster: &Cluster) {
     let url = |i: usize| format!("http://127.0.0.1:{}/mcp", cluster.replicas[i].port);
     let init = reqwest::Client::new()
@@ -556,16 +568,20 @@ async fn session_ids_hold_for_their_subject_only(cluster: &Cluster) {
     let (_, answer) = post_rpc(&url(0), ALICE, &session, put).await;
     assert_eq!(answer.unwrap()["result"]["isError"], false);
     let get = call("async () => forge.stash.get('who')");
-    let (_, answer) = post_rpc(&url(0), BOB, &session, get.clone()).await;
-    let answer = answer.expect("an answer");
-    assert!(
-        answer["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("another authenticated subject")),
-        "{answer}"
-    );
+    let (status, answer) = post_rpc(&url(0), BOB, &session, get.clone()).await;
+    assert_eq!(status, 404, "Bob used Alice's session: {answer:?}");
     let (status, answer) = post_rpc(&url(1), BOB, &session, get.clone()).await;
     assert_eq!(status, 404, "Bob restored Alice's session: {answer:?}");
+    // Bob's DELETE through a third replica ends nothing.
+    let r = reqwest::Client::new()
+        .delete(url(2))
+        .bearer_auth(BOB)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
     let (status, answer) = post_rpc(&url(1), ALICE, &session, get).await;
     assert_eq!(status, 200);
     assert_eq!(
