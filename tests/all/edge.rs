@@ -400,6 +400,190 @@ async fn edge_refuses_a_server_outside_the_allowlist() {
     client.cancel().await.unwrap();
 }
 
+/// SECURITY.md §16: the JS sandbox holds none of the runtime's
+/// environment, where the downstream credentials
+/// (`QUICKFORGE_EDGE_SERVERS`) and the bearer token (`QUICKFORGE_EDGE_TOKEN`)
+/// live. Scripts have no API for the environment, so this is proved on the
+/// committed component's wiring: the guest instance's `wasi:cli/environment`
+/// argument is the provider instance's (empty) export, not the composed
+/// component's import, while the provider's own argument is that import (it
+/// reads the configuration from the runtime). Fails on a composition that
+/// leaves the guest's import to the runtime, as the first edge/dist/ did.
+#[test]
+fn edge_guest_gets_an_empty_environment_not_the_runtimes() {
+    let wiring = Wiring::parse(&std::fs::read(EDGE).unwrap());
+    let component = |import: &str| {
+        let found: Vec<u32> = (0..wiring.components.len() as u32)
+            .filter(|&c| wiring.components[c as usize].iter().any(|i| i == import))
+            .collect();
+        assert_eq!(found.len(), 1, "one nested component imports {import}");
+        found[0]
+    };
+    let guest = component("quickforge:sandbox/calls@0.1.0");
+    let provider = component("wasi:http/outgoing-handler@0.2.12");
+    let environment = |component: u32| -> &Origin {
+        let args = wiring.instantiation(component);
+        let (_, index) = args
+            .iter()
+            .find(|(name, _)| name.starts_with("wasi:cli/environment@"))
+            .expect("the component is given a wasi:cli/environment");
+        &wiring.instances[*index as usize]
+    };
+    match environment(guest) {
+        Origin::Export { of, name } => {
+            assert!(name.starts_with("wasi:cli/environment@"), "{name}");
+            assert!(
+                matches!(&wiring.instances[*of as usize],
+                    Origin::Instantiation { component, .. } if *component == provider),
+                "the guest's environment is exported by the provider instance"
+            );
+        }
+        other => panic!("the guest's environment is {other:?}, not the provider's export"),
+    }
+    assert!(
+        matches!(environment(provider), Origin::Import(name) if name.starts_with("wasi:cli/environment@")),
+        "the provider reads the runtime's environment: {:?}",
+        environment(provider)
+    );
+}
+
+/// Where an instance at the top level of a composed component comes from.
+#[derive(Debug)]
+enum Origin {
+    /// The composed component's import: the runtime provides it.
+    Import(String),
+    /// Instantiating nested component `component` with `args` (argument
+    /// name, instance index).
+    Instantiation {
+        component: u32,
+        args: Vec<(String, u32)>,
+    },
+    /// Export `name` of instance `of`.
+    Export { of: u32, name: String },
+    /// Anything else (an instance bundled from loose exports).
+    Other,
+}
+
+/// The top-level wiring of a composed component: its nested components'
+/// import names (by component index) and its instance index space.
+struct Wiring {
+    components: Vec<Vec<String>>,
+    instances: Vec<Origin>,
+}
+
+impl Wiring {
+    fn parse(bytes: &[u8]) -> Wiring {
+        use wasmparser::{
+            ComponentAlias, ComponentExternalKind, ComponentInstance, ComponentTypeRef, Parser,
+            Payload,
+        };
+        let mut wiring = Wiring {
+            components: Vec::new(),
+            instances: Vec::new(),
+        };
+        // 0: the composed component itself; 1: directly in a nested one.
+        let mut depth = 0usize;
+        for payload in Parser::new(0).parse_all(bytes) {
+            match payload.expect("a valid component") {
+                Payload::ComponentSection { .. } => {
+                    if depth == 0 {
+                        wiring.components.push(Vec::new());
+                    }
+                    depth += 1;
+                }
+                Payload::ModuleSection { .. } => depth += 1,
+                Payload::End(_) => depth = depth.saturating_sub(1),
+                Payload::ComponentImportSection(imports) if depth == 1 => {
+                    let names = wiring.components.last_mut().unwrap();
+                    for import in imports {
+                        names.push(import.unwrap().name.name.to_string());
+                    }
+                }
+                Payload::ComponentImportSection(imports) if depth == 0 => {
+                    for import in imports {
+                        let import = import.unwrap();
+                        match import.ty {
+                            ComponentTypeRef::Instance(_) => wiring
+                                .instances
+                                .push(Origin::Import(import.name.name.to_string())),
+                            ComponentTypeRef::Component(_) => wiring.components.push(Vec::new()),
+                            _ => {}
+                        }
+                    }
+                }
+                Payload::ComponentInstanceSection(instances) if depth == 0 => {
+                    for instance in instances {
+                        wiring.instances.push(match instance.unwrap() {
+                            ComponentInstance::Instantiate {
+                                component_index,
+                                args,
+                            } => Origin::Instantiation {
+                                component: component_index,
+                                args: args
+                                    .iter()
+                                    .filter(|a| a.kind == ComponentExternalKind::Instance)
+                                    .map(|a| (a.name.to_string(), a.index))
+                                    .collect(),
+                            },
+                            ComponentInstance::FromExports(_) => Origin::Other,
+                        });
+                    }
+                }
+                Payload::ComponentAliasSection(aliases) if depth == 0 => {
+                    for alias in aliases {
+                        if let ComponentAlias::InstanceExport {
+                            kind,
+                            instance_index,
+                            name,
+                        } = alias.unwrap()
+                        {
+                            match kind {
+                                ComponentExternalKind::Instance => {
+                                    wiring.instances.push(Origin::Export {
+                                        of: instance_index,
+                                        name: name.to_string(),
+                                    })
+                                }
+                                ComponentExternalKind::Component => {
+                                    wiring.components.push(Vec::new())
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                }
+                Payload::ComponentExportSection(exports) if depth == 0 => {
+                    // An export adds an index for the item it exports.
+                    for export in exports {
+                        match export.unwrap().kind {
+                            ComponentExternalKind::Instance => wiring.instances.push(Origin::Other),
+                            ComponentExternalKind::Component => wiring.components.push(Vec::new()),
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        wiring
+    }
+
+    /// The arguments of the one instantiation of nested component
+    /// `component`.
+    fn instantiation(&self, component: u32) -> &[(String, u32)] {
+        let found: Vec<_> = self
+            .instances
+            .iter()
+            .filter_map(|i| match i {
+                Origin::Instantiation { component: c, args } if *c == component => Some(args),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(found.len(), 1, "component {component} is instantiated once");
+        found[0]
+    }
+}
+
 /// Issue 22 item 2: limits from the runtime's configuration: the call
 /// budget (`TOOL_CALL_BUDGET`), the per-call deadline (`TIMEOUT` for a
 /// tool that never answers, and the next request served), the argument and

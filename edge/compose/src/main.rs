@@ -41,6 +41,13 @@ const SANDBOX_VERSION: &str = "0.1.0";
 const RUN_TYPES: &[&str] = &["run-options", "outcome", "script-error"];
 /// The front's export, the composition's one export.
 const INCOMING: &str = "wasi:http/incoming-handler@0.2.12";
+/// The provider's empty environment, plugged into the guest's import of the
+/// interface (whatever `wasi:cli` version the guest was built against) so
+/// the JS sandbox never sees the runtime's environment: the downstream
+/// credentials and the bearer token live there.
+const EMPTY_ENVIRONMENT: &str = "wasi:cli/environment@0.2.12";
+/// The guest's import of the environment, any version.
+const ENVIRONMENT_PREFIX: &str = "wasi:cli/environment@";
 
 fn main() -> Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -126,6 +133,14 @@ fn compose(provider: &Path, guest: &Path, front: &Path) -> Result<Vec<u8>> {
     let provider = register("quickforge:edge-provider", provider)?;
     let guest = register("quickforge:guest", guest)?;
     let front = register("quickforge:edge-front", front)?;
+    let guest_environment = {
+        let world = graph[guest].ty();
+        graph.types()[world]
+            .imports
+            .keys()
+            .find(|name| name.starts_with(ENVIRONMENT_PREFIX))
+            .cloned()
+    };
 
     let provider = graph.instantiate(provider);
     let mut sandbox: Vec<(String, NodeId)> = Vec::new();
@@ -152,6 +167,16 @@ fn compose(provider: &Path, guest: &Path, front: &Path) -> Result<Vec<u8>> {
         graph
             .set_instantiation_argument(guest, name, *node)
             .with_context(|| format!("wiring the guest's type {name}"))?;
+    }
+    // The guest's environment comes from the provider, not the runtime.
+    // A guest that imports none has nothing to hide.
+    if let Some(name) = &guest_environment {
+        let empty = graph
+            .alias_instance_export(provider, EMPTY_ENVIRONMENT)
+            .with_context(|| format!("the provider does not export {EMPTY_ENVIRONMENT}"))?;
+        graph
+            .set_instantiation_argument(guest, name, empty)
+            .with_context(|| format!("wiring the guest's {name} to the provider's"))?;
     }
     let run = graph.alias_instance_export(guest, "run")?;
 

@@ -265,6 +265,22 @@ impl control::Guest for Provider {
     }
 }
 
+/// The guest's `wasi:cli/environment`, plugged in by the composition: empty,
+/// so the JS sandbox holds none of the configuration (downstream
+/// credentials, the bearer token). The provider reads the real environment
+/// through its own import (`config.rs`), which the runtime satisfies.
+impl bindings::exports::wasi::cli::environment::Guest for Provider {
+    fn get_environment() -> Vec<(String, String)> {
+        Vec::new()
+    }
+    fn get_arguments() -> Vec<String> {
+        Vec::new()
+    }
+    fn initial_cwd() -> Option<String> {
+        None
+    }
+}
+
 /// Compares a presented token with the configured one in time that does
 /// not depend on where they first differ.
 fn same(a: &[u8], b: &[u8]) -> bool {
