@@ -1,5 +1,5 @@
 // search mode: only manifest and logs; forge calls and stash reject (MODE_DENIED)
-// globals: timers, AbortController, URL, TextEncoder/Decoder, atob/btoa, structuredClone, crypto, performance; no fetch or Intl
+// globals: timers, AbortController, URL, TextEncoder/Decoder, atob/btoa, structuredClone, crypto, performance, Intl; no fetch
 type Log = (...a: any[]) => void;
 type Fail = { code: string; retryable: boolean; suggestion: string | null };
 type Err = Fail & { name: string; message: string };

@@ -38,6 +38,10 @@ const PRELUDE: &str = include_str!("prelude.js");
 /// the natives of [`apis`].
 const WEB: &str = include_str!("web.js");
 
+/// `Intl` and the locale-aware built-in methods, in JS over [`apis`]'s ICU4X
+/// natives.
+const INTL: &str = include_str!("intl.js");
+
 /// File name scripts are compiled under; shows in stacks and syntax errors.
 const SCRIPT_NAME: &str = "script.js";
 
@@ -107,6 +111,7 @@ impl Engine {
         let sandbox = Context::custom::<SandboxIntrinsics>(&runtime).map_err(|e| e.to_string())?;
         let bytecode = compile(&compiler, PRELUDE, "prelude.js")?;
         let web = compile(&compiler, WEB, "web.js")?;
+        let intl = compile(&compiler, INTL, "intl.js")?;
         let hooks = sandbox.with(|ctx| -> Result<_, String> {
             let describe = |e: rquickjs::Error| format!("{e}: {:?}", ctx.catch());
             let prelude = load(&ctx, &bytecode).map_err(describe)?;
@@ -121,7 +126,13 @@ impl Engine {
                 .map_err(describe)?
                 .into_function()
                 .ok_or("web.js is not a function")?;
-            let web_hooks: Object = web.call((host,)).map_err(describe)?;
+            let web_hooks: Object = web.call((host.clone(),)).map_err(describe)?;
+            load(&ctx, &intl)
+                .map_err(describe)?
+                .into_function()
+                .ok_or("intl.js is not a function")?
+                .call::<_, ()>((host,))
+                .map_err(describe)?;
             apis::set_web_hooks(&ctx, web_hooks);
             crate::json::prepare(&ctx).map_err(describe)?;
             Ok(Persistent::save(&ctx, hooks))
@@ -162,7 +173,7 @@ impl Engine {
 
     fn run_script(&self, options: &RunOptions, code: &str) -> Result<Outcome, ScriptError> {
         apis::reseed();
-        apis::begin(options.max_parallel);
+        apis::begin(options.max_parallel, options.time_zone.clone());
         heap::begin(usize::try_from(options.js_memory_limit).unwrap_or(usize::MAX));
         let bytecode = match self.compile_script(code) {
             Ok(bytecode) => bytecode,

@@ -66,10 +66,6 @@ const NEVER: &[(&str, &str)] = &[
         "setImmediate",
         "use setTimeout(fn, 0) or queueMicrotask(fn)",
     ),
-    (
-        "Intl",
-        "Intl is not available; format with toFixed, padStart and string templates",
-    ),
 ];
 
 /// `message` with advice appended when it is the `ReferenceError` of a name
@@ -84,12 +80,14 @@ pub fn with_hint(message: String) -> String {
     }
 }
 
-/// The lines of `stack` that are the script's: the prelude's and web.js's
+/// The lines of `stack` that are the script's: the prelude's, web.js's and intl.js's
 /// frames (`at makeError (prelude.js:…)`) locate nothing the model wrote.
 pub fn script_frames(stack: &str) -> String {
     stack
         .lines()
-        .filter(|l| !l.contains("(prelude.js:") && !l.contains("(web.js:"))
+        .filter(|l| {
+            !l.contains("(prelude.js:") && !l.contains("(web.js:") && !l.contains("(intl.js:")
+        })
         .fold(String::new(), |mut out, l| {
             out.push_str(l);
             out.push('\n');

@@ -24,6 +24,7 @@
 //! - [`json`]: a fast JSON encoder for plain data, in front of `JSON.stringify`.
 //! - `prelude.js`: the JS API (`forge`, `manifest`, `console`, `ForgeError`).
 //! - `web.js`: the web-platform globals (timers, `URL`, `TextEncoder`, ...).
+//! - `intl.js`: `Intl` and the locale-aware methods (`toLocaleString`, ...).
 
 // The export glue wit-bindgen generates for `run` takes `run-options`
 // flattened into core Wasm parameters, one per field; that is the canonical

@@ -276,6 +276,8 @@ struct RawSandbox {
     task_after_ms: Option<u64>,
     validate: bool,
     max_parallel: u32,
+    /// The scripts' default time zone (an IANA name); `None` is UTC.
+    time_zone: Option<String>,
     /// Forgemax's choice of isolation; accepted so its configs load, and
     /// ignored: quickforge always runs each script in its own Wasm instance.
     execution_mode: Option<String>,
@@ -318,6 +320,7 @@ impl Default for RawSandbox {
             task_after_ms: None,
             validate: true,
             max_parallel: d.max_parallel,
+            time_zone: None,
             execution_mode: None,
             stash: forgemax::RawStash::default(),
             max_resource_size_mb: None,
@@ -486,6 +489,22 @@ impl Config {
                 ),
             ));
         }
+        // The same IANA database the guest bundles, so a zone accepted here
+        // is one `Intl` can use; stored by its canonical name.
+        let time_zone = match &s.time_zone {
+            None => None,
+            Some(name) => match jiff::tz::TimeZone::get(name) {
+                Ok(zone) => Some(zone.iana_name().unwrap_or(name).to_owned()),
+                Err(_) => {
+                    return Err(invalid(
+                        "time_zone",
+                        format!(
+                            "{name:?} is not an IANA time zone: use a name such as \"Europe/Berlin\", \"America/New_York\" or \"UTC\""
+                        ),
+                    ));
+                }
+            },
+        };
         let secret = match &stash.secret {
             None => None,
             Some(secret) => {
@@ -643,6 +662,7 @@ impl Config {
                 max_log_bytes: s.max_log_bytes,
                 max_parallel: s.max_parallel,
                 max_stash_calls: adopted.stash_calls,
+                time_zone,
             },
             stash: StashLimits { secret, ..stash },
             sessions,

@@ -309,9 +309,10 @@ mod tests {
                 max_output_bytes: 1 << 20,
                 max_parallel: 8,
                 deadline_ms: None,
+                time_zone: None,
             };
             let out = sandbox
-                .call_run(&mut s, options, "async () => 1 + 1")
+                .call_run(&mut s, &options, "async () => 1 + 1")
                 .await
                 .unwrap()
                 .expect("a trivial script runs");

@@ -66,6 +66,12 @@ pub struct SandboxLimits {
     /// Each operation is a bounded in-memory step, so only a deployment
     /// that wants Forgemax's per-execution rate limit needs it.
     pub max_stash_calls: Option<u32>,
+    /// The time zone scripts' `Intl.DateTimeFormat` and `toLocaleString`
+    /// use when they name none: a canonical IANA name (`[sandbox]
+    /// time_zone`, checked at load). `None`, the default, is UTC: the
+    /// machine's own zone is never used, so a script's output does not
+    /// depend on where the gateway runs.
+    pub time_zone: Option<String>,
 }
 
 impl Default for SandboxLimits {
@@ -84,6 +90,7 @@ impl Default for SandboxLimits {
             max_log_bytes: 64 * 1024,
             max_parallel: DEFAULT_MAX_PARALLEL,
             max_stash_calls: None,
+            time_zone: None,
         }
     }
 }

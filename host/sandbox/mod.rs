@@ -302,10 +302,11 @@ impl Sandbox {
             deadline_ms: self
                 .guest_deadline
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            time_zone: self.limits.time_zone.clone(),
         };
         let run = async {
             let instance = self.pre.instantiate_async(&mut store).await?;
-            let outcome = instance.call_run(&mut store, options, code).await?;
+            let outcome = instance.call_run(&mut store, &options, code).await?;
             // Calls the script started and never awaited still go out (a
             // fire-and-forget `forge.callTool` is a request, not a no-op);
             // their results are dropped. Timers still pending are dropped

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::support::cache_dir;
 
-fn quickforge(args: &[&str], stdin: Option<&str>) -> Output {
+pub(crate) fn quickforge(args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_quickforge"))
         .args(args)
         .env("QUICKFORGE_CACHE_DIR", cache_dir())
@@ -24,7 +24,7 @@ fn quickforge(args: &[&str], stdin: Option<&str>) -> Output {
     child.wait_with_output().unwrap()
 }
 
-fn script(name: &str, code: &str) -> String {
+pub(crate) fn script(name: &str, code: &str) -> String {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-scripts");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
@@ -32,7 +32,7 @@ fn script(name: &str, code: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
-fn stdout_json(out: &Output) -> Value {
+pub(crate) fn stdout_json(out: &Output) -> Value {
     let text = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(text.trim())
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {text:?}"))

@@ -26,6 +26,7 @@ mod hostile;
 mod hostwork;
 mod http;
 mod init;
+mod intl;
 mod isolation;
 mod json;
 mod limits;

@@ -17,6 +17,7 @@
 //! | `QUICKFORGE_EDGE_TIMEOUT_MS` | the whole script's deadline, enforced by the guest itself (default 10000, as the native `timeout_secs`) |
 //! | `QUICKFORGE_EDGE_MAX_ARGS_BYTES` | largest arguments of one call (default 1 MiB, as `max_args_size`) |
 //! | `QUICKFORGE_EDGE_MAX_RESPONSE_BYTES` | largest downstream response (default 16 MiB, as `max_response_mb`) |
+//! | `QUICKFORGE_EDGE_TIME_ZONE` | scripts' default time zone for `Intl` (an IANA name, as the native `time_zone`; default UTC); a name the guest does not know fails the scripts that format dates with a `RangeError` naming it |
 
 use std::collections::BTreeMap;
 
@@ -118,6 +119,8 @@ pub struct Config {
     pub max_args: usize,
     /// Largest downstream response, bytes.
     pub max_response: usize,
+    /// Scripts' default time zone (an IANA name); `None` is UTC.
+    pub time_zone: Option<String>,
     /// What was wrong with the configuration; every call fails with it.
     pub problems: Vec<String>,
 }
@@ -202,6 +205,10 @@ impl Config {
                 DEFAULT_MAX_RESPONSE as u64,
                 &mut problems,
             ) as usize,
+            time_zone: env
+                .get("QUICKFORGE_EDGE_TIME_ZONE")
+                .map(|z| z.trim().to_owned())
+                .filter(|z| !z.is_empty()),
             token: env
                 .get("QUICKFORGE_EDGE_TOKEN")
                 .filter(|t| !t.is_empty())

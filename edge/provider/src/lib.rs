@@ -254,6 +254,7 @@ impl control::Guest for Provider {
                 max_output_bytes: MAX_OUTPUT_BYTES,
                 max_parallel: MAX_PARALLEL,
                 deadline_ms: Some(r.config.timeout_ms),
+                time_zone: r.config.time_zone.clone(),
             })
         })
     }

@@ -12,6 +12,7 @@
 //! - [`timers`]: web timers, `performance.now`, cancelling an operation.
 //! - [`web`]: `TextEncoder`/`TextDecoder`, `crypto`.
 //! - [`url`]: `URL` and `URLSearchParams`, over the `url` crate.
+//! - [`intl`]: `Intl` and `toLocaleString`, over ICU4X.
 //!
 //! `callTool` and `readResource` are the script's API as they are: they check
 //! their arguments, encode them, and return a promise that settles when the
@@ -29,6 +30,7 @@ use rquickjs::{Array, Ctx, Error, Function, Object, Persistent, Result, Value, q
 use crate::quickforge::sandbox::types::{Code, ErrorCode, ForgeError};
 
 mod calls;
+mod intl;
 mod logging;
 mod manifest;
 mod random;
@@ -41,9 +43,10 @@ pub use calls::{calls_asked, in_flight, settle};
 pub use random::reseed;
 
 /// Starts a run: clocks, counters and per-run settings of the API modules.
-pub fn begin(max_parallel: u32) {
+pub fn begin(max_parallel: u32, time_zone: Option<String>) {
     calls::begin(max_parallel);
     timers::begin();
+    intl::begin(time_zone);
 }
 
 thread_local! {
@@ -78,6 +81,7 @@ pub fn host_object<'js>(ctx: &Ctx<'js>) -> Result<Object<'js>> {
     timers::register(ctx, &host)?;
     web::register(ctx, &host)?;
     url::register(ctx, &host)?;
+    intl::register(ctx, &host)?;
     // The codes the prelude reports itself, from the shared list.
     let codes = Object::new(ctx.clone())?;
     codes.set(
