@@ -400,15 +400,17 @@ async fn edge_refuses_a_server_outside_the_allowlist() {
     client.cancel().await.unwrap();
 }
 
-/// SECURITY.md §16: the JS sandbox holds none of the runtime's
-/// environment, where the downstream credentials
-/// (`QUICKFORGE_EDGE_SERVERS`) and the bearer token (`QUICKFORGE_EDGE_TOKEN`)
-/// live. Scripts have no API for the environment, so this is proved on the
-/// committed component's wiring: the guest instance's `wasi:cli/environment`
-/// argument is the provider instance's (empty) export, not the composed
-/// component's import, while the provider's own argument is that import (it
-/// reads the configuration from the runtime). Fails on a composition that
-/// leaves the guest's import to the runtime, as the first edge/dist/ did.
+/// SECURITY.md §16: neither the JS sandbox nor the front (which parses
+/// the client's requests) holds the runtime's environment, where the
+/// downstream credentials (`QUICKFORGE_EDGE_SERVERS`) and the bearer token
+/// (`QUICKFORGE_EDGE_TOKEN`) live. Scripts have no API for the environment,
+/// so this is proved on the committed component's wiring: the guest's and
+/// the front's `wasi:cli/environment` arguments are the provider instance's
+/// (empty) export, not the composed component's import, while the
+/// provider's own argument is that import (it reads the configuration from
+/// the runtime). Fails on a composition that leaves the guest's import to
+/// the runtime, as the first edge/dist/ did, or the front's, as the second
+/// did.
 #[test]
 fn edge_guest_gets_an_empty_environment_not_the_runtimes() {
     let wiring = Wiring::parse(&std::fs::read(EDGE).unwrap());
@@ -420,6 +422,7 @@ fn edge_guest_gets_an_empty_environment_not_the_runtimes() {
         found[0]
     };
     let guest = component("quickforge:sandbox/calls@0.1.0");
+    let front = component("quickforge:edge/control@0.1.0");
     let provider = component("wasi:http/outgoing-handler@0.2.12");
     let environment = |component: u32| -> &Origin {
         let args = wiring.instantiation(component);
@@ -429,16 +432,18 @@ fn edge_guest_gets_an_empty_environment_not_the_runtimes() {
             .expect("the component is given a wasi:cli/environment");
         &wiring.instances[*index as usize]
     };
-    match environment(guest) {
-        Origin::Export { of, name } => {
-            assert!(name.starts_with("wasi:cli/environment@"), "{name}");
-            assert!(
-                matches!(&wiring.instances[*of as usize],
-                    Origin::Instantiation { component, .. } if *component == provider),
-                "the guest's environment is exported by the provider instance"
-            );
+    for (who, component) in [("guest", guest), ("front", front)] {
+        match environment(component) {
+            Origin::Export { of, name } => {
+                assert!(name.starts_with("wasi:cli/environment@"), "{who}: {name}");
+                assert!(
+                    matches!(&wiring.instances[*of as usize],
+                        Origin::Instantiation { component, .. } if *component == provider),
+                    "the {who}'s environment is exported by the provider instance"
+                );
+            }
+            other => panic!("the {who}'s environment is {other:?}, not the provider's export"),
         }
-        other => panic!("the guest's environment is {other:?}, not the provider's export"),
     }
     assert!(
         matches!(environment(provider), Origin::Import(name) if name.starts_with("wasi:cli/environment@")),

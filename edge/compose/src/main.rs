@@ -19,7 +19,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use wac_graph::types::Package;
-use wac_graph::{CompositionGraph, EncodeOptions, NodeId};
+use wac_graph::{CompositionGraph, EncodeOptions, NodeId, PackageId};
 
 mod digest;
 
@@ -41,12 +41,13 @@ const SANDBOX_VERSION: &str = "0.1.0";
 const RUN_TYPES: &[&str] = &["run-options", "outcome", "script-error"];
 /// The front's export, the composition's one export.
 const INCOMING: &str = "wasi:http/incoming-handler@0.2.12";
-/// The provider's empty environment, plugged into the guest's import of the
-/// interface (whatever `wasi:cli` version the guest was built against) so
-/// the JS sandbox never sees the runtime's environment: the downstream
-/// credentials and the bearer token live there.
+/// The provider's empty environment, plugged into the guest's and the
+/// front's imports of the interface (whatever `wasi:cli` version each was
+/// built against) so neither the JS sandbox nor the component that parses
+/// the client's requests sees the runtime's environment: the downstream
+/// credentials and the bearer token live there. Only the provider reads it.
 const EMPTY_ENVIRONMENT: &str = "wasi:cli/environment@0.2.12";
-/// The guest's import of the environment, any version.
+/// An import of the environment, any version.
 const ENVIRONMENT_PREFIX: &str = "wasi:cli/environment@";
 
 fn main() -> Result<()> {
@@ -133,14 +134,8 @@ fn compose(provider: &Path, guest: &Path, front: &Path) -> Result<Vec<u8>> {
     let provider = register("quickforge:edge-provider", provider)?;
     let guest = register("quickforge:guest", guest)?;
     let front = register("quickforge:edge-front", front)?;
-    let guest_environment = {
-        let world = graph[guest].ty();
-        graph.types()[world]
-            .imports
-            .keys()
-            .find(|name| name.starts_with(ENVIRONMENT_PREFIX))
-            .cloned()
-    };
+    let guest_environment = environment_import(&graph, guest);
+    let front_environment = environment_import(&graph, front);
 
     let provider = graph.instantiate(provider);
     let mut sandbox: Vec<(String, NodeId)> = Vec::new();
@@ -168,12 +163,12 @@ fn compose(provider: &Path, guest: &Path, front: &Path) -> Result<Vec<u8>> {
             .set_instantiation_argument(guest, name, *node)
             .with_context(|| format!("wiring the guest's type {name}"))?;
     }
-    // The guest's environment comes from the provider, not the runtime.
-    // A guest that imports none has nothing to hide.
+    // The guest's and the front's environment come from the provider, not
+    // the runtime. A component that imports none has nothing to hide.
+    let empty = graph
+        .alias_instance_export(provider, EMPTY_ENVIRONMENT)
+        .with_context(|| format!("the provider does not export {EMPTY_ENVIRONMENT}"))?;
     if let Some(name) = &guest_environment {
-        let empty = graph
-            .alias_instance_export(provider, EMPTY_ENVIRONMENT)
-            .with_context(|| format!("the provider does not export {EMPTY_ENVIRONMENT}"))?;
         graph
             .set_instantiation_argument(guest, name, empty)
             .with_context(|| format!("wiring the guest's {name} to the provider's"))?;
@@ -188,9 +183,25 @@ fn compose(provider: &Path, guest: &Path, front: &Path) -> Result<Vec<u8>> {
         graph.set_instantiation_argument(front, name, *node)?;
     }
     graph.set_instantiation_argument(front, "run", run)?;
+    if let Some(name) = &front_environment {
+        graph
+            .set_instantiation_argument(front, name, empty)
+            .with_context(|| format!("wiring the front's {name} to the provider's"))?;
+    }
     let handler = graph.alias_instance_export(front, INCOMING)?;
     graph.export(handler, INCOMING)?;
     Ok(graph.encode(EncodeOptions::default())?)
+}
+
+/// The name under which `package` imports `wasi:cli/environment`, if it
+/// does (any version).
+fn environment_import(graph: &CompositionGraph, package: PackageId) -> Option<String> {
+    let world = graph[package].ty();
+    graph.types()[world]
+        .imports
+        .keys()
+        .find(|name| name.starts_with(ENVIRONMENT_PREFIX))
+        .cloned()
 }
 
 /// Prints a component's imports and exports.
