@@ -746,3 +746,46 @@ impl WasiView for ExecutionState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every bench tuning builds and runs a script (`benches/gap.rs` relies
+    /// on it), and the default is the gateway's: fuel on, nothing else.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn every_tuning_runs_a_script() {
+        let gateway = Tuning::default();
+        assert!(gateway.fuel && !gateway.epoch && !gateway.explicit_bounds_checks);
+        let limits = SandboxLimits {
+            max_concurrent: 1,
+            ..SandboxLimits::default()
+        };
+        for tuning in [
+            Tuning {
+                fuel: false,
+                ..Tuning::default()
+            },
+            Tuning {
+                epoch: true,
+                ..Tuning::default()
+            },
+            Tuning {
+                explicit_bounds_checks: true,
+                ..Tuning::default()
+            },
+        ] {
+            let sandbox = Sandbox::new_tuned(limits.clone(), CacheDir::Disabled, tuning.clone())
+                .await
+                .unwrap();
+            let report = sandbox
+                .run(
+                    Mode::Execute,
+                    "async () => 1 + 1",
+                    ExecutionContext::default(),
+                )
+                .await;
+            assert_eq!(report.result.unwrap(), serde_json::json!(2), "{tuning:?}");
+        }
+    }
+}
