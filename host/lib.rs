@@ -68,7 +68,9 @@ pub use cli::main;
 pub use config::{Config, ConfigError, Isolation, Surface, Transport};
 pub use error::{Code, ErrorCode, ErrorKind, ExecutionError, ForgeError};
 pub use manifest::{ManifestView, Query};
-pub use sandbox::{CacheDir, LogLevel, LogLine, Report, Sandbox, SandboxLimits, Stats, json_len};
+pub use sandbox::{
+    CacheDir, LogLevel, LogLine, Report, Sandbox, SandboxLimits, Stats, Tuning, json_len,
+};
 pub use server::{FORGE_D_TS, instructions};
 pub use session::SessionLimits;
 pub use state::Backend as StateBackend;

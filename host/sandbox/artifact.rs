@@ -104,6 +104,21 @@ pub async fn load(engine: &Engine, cache: CacheDir) -> anyhow::Result<Component>
     unsafe { Component::deserialize(engine, &compiled) }.map_err(anyhow::Error::from)
 }
 
+/// Snapshots and compiles `wasm`, a guest other than the embedded one (see
+/// `Tuning::guest`), without the disk cache: its key names the embedded
+/// guest.
+pub async fn load_other(engine: &Engine, wasm: &[u8]) -> anyhow::Result<Component> {
+    // Snapshotting an already snapshotted guest is harmless: its
+    // `wizer-initialize` finds the engine built and returns.
+    let snapshot = pre_initialize(engine, wasm).await?;
+    let compiled = engine
+        .precompile_component(&snapshot)
+        .map_err(anyhow::Error::from)
+        .context("could not compile the guest snapshot")?;
+    // SAFETY: `compiled` was produced just above by this engine.
+    unsafe { Component::deserialize(engine, &compiled) }.map_err(anyhow::Error::from)
+}
+
 /// Runs the guest's `wizer-initialize` (QuickJS runtime, contexts,
 /// prelude) under Wizer and returns the snapshot of the initialized
 /// component, as any standard Wizer would make it: no import is defined, so
@@ -115,6 +130,8 @@ pub async fn pre_initialize(engine: &Engine, wasm: &[u8]) -> anyhow::Result<Vec<
     if store.get_fuel().is_ok() {
         store.set_fuel(u64::MAX).map_err(anyhow::Error::from)?;
     }
+    // Nor is it interrupted, in an engine that checks epochs (a bench's).
+    store.set_epoch_deadline(1 << 40);
     let mut wizer = wasmtime_wizer::Wizer::new();
     // A component cannot drop an export, so the init function stays; the
     // guest makes a second call a no-op.

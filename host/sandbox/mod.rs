@@ -39,8 +39,8 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
-    Trap,
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ProfilingStrategy,
+    ResourceLimiter, Store, Trap,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -178,6 +178,45 @@ fn serialize_result<S: serde::Serializer>(
     }
 }
 
+/// Engine and guest settings that differ from the gateway's, so that
+/// `benches/gap.rs` can measure what each costs in the same run. The gateway
+/// always runs [`Tuning::default`] (nothing in the config reaches this); a
+/// tuning other than the default weakens a limit, as each field says.
+#[doc(hidden)]
+#[derive(Clone, Debug)]
+pub struct Tuning {
+    /// Fuel metering (`Config::consume_fuel`). `false` removes the CPU
+    /// budget, and with it the yields that let the wall deadline fire while
+    /// a script computes. Default `true`.
+    pub fuel: bool,
+    /// Epoch interruption, with a deadline no ticker ever reaches: the cost
+    /// of the checks alone. Default `false`.
+    pub epoch: bool,
+    /// Linear-memory accesses bounds-checked in code: the memory
+    /// reservation cut to `max_heap` and no guard region, instead of
+    /// Wasmtime's 4 GiB reservation plus guard, against which Cranelift
+    /// elides the checks. Default `false`.
+    pub explicit_bounds_checks: bool,
+    /// Writes `/tmp/perf-<pid>.map`, so `perf report` names the guest's
+    /// compiled functions. Default `false`.
+    pub perf_map: bool,
+    /// A guest component to run instead of the embedded one (snapshotted
+    /// and compiled at start, never cached). Default `None`.
+    pub guest: Option<Arc<[u8]>>,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            fuel: true,
+            epoch: false,
+            explicit_bounds_checks: false,
+            perf_map: false,
+            guest: None,
+        }
+    }
+}
+
 /// The engine, linker and pre-instantiated guest, built once and shared by
 /// every execution.
 pub struct Sandbox {
@@ -188,6 +227,8 @@ pub struct Sandbox {
     /// The guest's own deadline (`deadline-ms`); see
     /// [`Sandbox::set_guest_deadline`].
     guest_deadline: Option<std::time::Duration>,
+    /// Settings other than the gateway's, for benches only.
+    tuning: Tuning,
 }
 
 impl Sandbox {
@@ -197,6 +238,17 @@ impl Sandbox {
     /// guest (2.5 s with one built from source, which is snapshotted first),
     /// milliseconds on a warm one.
     pub async fn new(limits: SandboxLimits, cache: CacheDir) -> anyhow::Result<Self> {
+        Self::new_tuned(limits, cache, Tuning::default()).await
+    }
+
+    /// [`Sandbox::new`] with engine or guest settings other than the
+    /// gateway's: for benches that measure what each setting costs.
+    #[doc(hidden)]
+    pub async fn new_tuned(
+        limits: SandboxLimits,
+        cache: CacheDir,
+        tuning: Tuning,
+    ) -> anyhow::Result<Self> {
         anyhow::ensure!(
             limits.max_heap >= MIN_HEAP,
             "max_heap of {} bytes is below the {MIN_HEAP}-byte minimum the guest needs",
@@ -206,7 +258,7 @@ impl Sandbox {
             limits.max_concurrent >= 1,
             "max_concurrent must be at least 1"
         );
-        let engine = Engine::new(&engine_config(&limits)).map_err(anyhow::Error::from)?;
+        let engine = Engine::new(&engine_config(&limits, &tuning)).map_err(anyhow::Error::from)?;
         let mut linker = Linker::<ExecutionState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
         bindings::Sandbox::add_to_linker::<
@@ -214,7 +266,10 @@ impl Sandbox {
             wasmtime::component::HasSelf<ExecutionState>,
         >(&mut linker, |s| s)
         .map_err(anyhow::Error::from)?;
-        let component = artifact::load(&engine, cache).await?;
+        let component = match &tuning.guest {
+            None => artifact::load(&engine, cache).await?,
+            Some(wasm) => artifact::load_other(&engine, wasm).await?,
+        };
         let pre = linker
             .instantiate_pre(&component)
             .map_err(anyhow::Error::from)?;
@@ -226,6 +281,7 @@ impl Sandbox {
             limits,
             slots,
             guest_deadline: None,
+            tuning,
         })
     }
 
@@ -384,6 +440,13 @@ impl Sandbox {
         let state = ExecutionState::new(mode, cx, &self.limits, deadline);
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.memory);
+        if self.tuning.epoch {
+            // No ticker advances the engine's epoch: only the checks cost.
+            store.set_epoch_deadline(1 << 40);
+        }
+        if !self.tuning.fuel {
+            return store;
+        }
         store
             .set_fuel(self.limits.max_fuel)
             .expect("fuel is enabled in the engine config");
@@ -525,9 +588,18 @@ fn bounded(text: String, max: usize) -> String {
     crate::redact::redact_clip(&text, max)
 }
 
-fn engine_config(limits: &SandboxLimits) -> Config {
+fn engine_config(limits: &SandboxLimits, tuning: &Tuning) -> Config {
     let mut config = Config::new();
-    config.consume_fuel(true);
+    config.consume_fuel(tuning.fuel);
+    config.epoch_interruption(tuning.epoch);
+    if tuning.explicit_bounds_checks {
+        config
+            .memory_reservation(limits.max_heap as u64)
+            .memory_guard_size(0);
+    }
+    if tuning.perf_map {
+        config.profiler(ProfilingStrategy::PerfMap);
+    }
     config.max_wasm_stack(MAX_WASM_STACK);
     config.async_stack_size(ASYNC_STACK);
     // One slot per concurrent execution, plus one for the Wizer snapshot run
@@ -672,6 +744,49 @@ impl WasiView for ExecutionState {
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every bench tuning builds and runs a script (`benches/gap.rs` relies
+    /// on it), and the default is the gateway's: fuel on, nothing else.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn every_tuning_runs_a_script() {
+        let gateway = Tuning::default();
+        assert!(gateway.fuel && !gateway.epoch && !gateway.explicit_bounds_checks);
+        let limits = SandboxLimits {
+            max_concurrent: 1,
+            ..SandboxLimits::default()
+        };
+        for tuning in [
+            Tuning {
+                fuel: false,
+                ..Tuning::default()
+            },
+            Tuning {
+                epoch: true,
+                ..Tuning::default()
+            },
+            Tuning {
+                explicit_bounds_checks: true,
+                ..Tuning::default()
+            },
+        ] {
+            let sandbox = Sandbox::new_tuned(limits.clone(), CacheDir::Disabled, tuning.clone())
+                .await
+                .unwrap();
+            let report = sandbox
+                .run(
+                    Mode::Execute,
+                    "async () => 1 + 1",
+                    ExecutionContext::default(),
+                )
+                .await;
+            assert_eq!(report.result.unwrap(), serde_json::json!(2), "{tuning:?}");
         }
     }
 }
