@@ -190,7 +190,7 @@ fn call(params: &Value) -> Result<Value, (i64, String)> {
         ));
     }
     let options = control::begin(mode).map_err(|e| (-32603, e))?;
-    let outcome = bindings::run(options, code);
+    let outcome = bindings::run(&options, code);
     let report = control::finish();
     Ok(answer::result(outcome, &report))
 }
