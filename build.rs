@@ -64,6 +64,7 @@ fn main() {
         println!("cargo:rerun-if-changed={}", path.display());
     }
     println!("cargo:rerun-if-changed=guest/src");
+    println!("cargo:rerun-if-changed=guest/intl/baked");
     println!("cargo:rerun-if-changed=wit/sandbox.wit");
     println!("cargo:rerun-if-changed={DIST_WASM}");
     println!("cargo:rerun-if-changed={DIST_DIGEST}");
@@ -265,6 +266,9 @@ fn guest_sources(root: &Path) -> Vec<PathBuf> {
         root.join("guest/.cargo/config.toml"),
     ];
     collect(&root.join("guest/src"), &mut files);
+    // The ICU4X data `Intl` is built against (ICU4X_DATA_DIR, set in
+    // guest/.cargo/config.toml).
+    collect(&root.join("guest/intl/baked"), &mut files);
     // Only the guest's own WIT: wit/edge/ is the edge components' (see
     // edge_digest), and does not change the guest.
     files.push(root.join("wit/sandbox.wit"));

@@ -12,8 +12,8 @@ extern crate alloc;
 
 use std::path::PathBuf;
 
-use icu_provider_export::baked_exporter::{BakedExporter, Options};
 use icu_provider::DataMarker as _;
+use icu_provider_export::baked_exporter::{BakedExporter, Options};
 use icu_provider_export::prelude::*;
 
 use source::Baked;
