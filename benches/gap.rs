@@ -33,6 +33,9 @@
 //! Prints a Markdown table; README.md's "Where the CPU-bound gap goes"
 //! carries the figures.
 
+#[path = "native.rs"]
+mod native;
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -62,23 +65,6 @@ async fn time_wasm(sandbox: &Sandbox) -> Duration {
     elapsed
 }
 
-/// The script in native QuickJS: a new runtime and context, as in
-/// `benches/sandbox.rs`.
-fn time_native() -> Duration {
-    use rquickjs::{Context, Function, Promise, Runtime, Value};
-    let t = Instant::now();
-    let rt = Runtime::new().unwrap();
-    let ctx = Context::full(&rt).unwrap();
-    ctx.with(|ctx| {
-        let f: Function = ctx.eval(format!("(\n{CPU}\n)")).unwrap();
-        let v: Value = f.call(()).unwrap();
-        let p: Promise = v.into_promise().unwrap();
-        let out: Value = p.finish().unwrap();
-        black_box(ctx.json_stringify(out).unwrap());
-    });
-    t.elapsed()
-}
-
 /// One arm: a label, a sandbox (none for native QuickJS) and the label of
 /// the arm it is compared with besides native.
 struct Arm {
@@ -92,7 +78,7 @@ impl Arm {
     async fn time(&self) -> Duration {
         match &self.sandbox {
             Some(s) => time_wasm(s).await,
-            None => time_native(),
+            None => native::time_native(CPU),
         }
     }
 }
@@ -153,7 +139,7 @@ async fn profile(arm: &str) {
     while start.elapsed() < Duration::from_secs(secs) {
         match &sandbox {
             Some(s) => time_wasm(s).await,
-            None => time_native(),
+            None => native::time_native(CPU),
         };
         runs += 1;
     }

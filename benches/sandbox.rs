@@ -18,10 +18,14 @@
 //!
 //! Prints a Markdown table; README.md carries the figures.
 
+#[path = "native.rs"]
+mod native;
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use native::time_native;
 use quickforge::{
     CacheDir, ExecutionContext, ForgeError, Mode, NoServers, Route, Sandbox, SandboxLimits,
     Servers, Stash, Target,
@@ -77,31 +81,6 @@ async fn sample_sandbox(sandbox: &Sandbox, code: &str, warmup: usize, n: usize) 
         black_box(report.result.expect("bench script succeeds"));
     }
     median(samples)
-}
-
-/// The same script in native QuickJS: a new runtime and context, evaluate,
-/// call, drive the job queue, serialize the result.
-fn native_once(code: &str) -> String {
-    use rquickjs::{Context, Function, Promise, Runtime, Value};
-    let rt = Runtime::new().unwrap();
-    let ctx = Context::full(&rt).unwrap();
-    ctx.with(|ctx| {
-        let f: Function = ctx.eval(format!("(\n{code}\n)")).unwrap();
-        let v: Value = f.call(()).unwrap();
-        let p: Promise = v.into_promise().unwrap();
-        let out: Value = p.finish().unwrap();
-        ctx.json_stringify(out)
-            .unwrap()
-            .unwrap()
-            .to_string()
-            .unwrap()
-    })
-}
-
-fn time_native(code: &str) -> Duration {
-    let t = Instant::now();
-    black_box(native_once(code));
-    t.elapsed()
 }
 
 /// Medians of `code` in the sandbox and in native QuickJS, sampled
