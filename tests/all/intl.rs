@@ -36,6 +36,8 @@ async fn numbers_in_the_ten_locales() {
             out.round = (2.5).toLocaleString("en-US", { maximumFractionDigits: 0 });
             out.neg = (-1234.5).toLocaleString("en-US");
             out.sig = new Intl.NumberFormat("en-US", { maximumSignificantDigits: 3 }).format(123456);
+            out.sigzero = (0).toLocaleString("en-US", { minimumSignificantDigits: 3 });
+            out.sigcarry = new Intl.NumberFormat("en-US", { minimumSignificantDigits: 2, maximumSignificantDigits: 2 }).format(999);
             out.nogroup = (1234567).toLocaleString("en-US", { useGrouping: false });
             out.minint = (5).toLocaleString("en-US", { minimumIntegerDigits: 3 });
             out.sign = new Intl.NumberFormat("en-US", { signDisplay: "always" }).format(5);
@@ -65,6 +67,8 @@ async fn numbers_in_the_ten_locales() {
             "round": "3",
             "neg": "-1,234.5",
             "sig": "123,000",
+            "sigzero": "0.00",
+            "sigcarry": "1,000",
             "nogroup": "1234567",
             "minint": "005",
             "sign": "+5",
@@ -170,6 +174,12 @@ async fn time_zones() {
                 nySummer: summer.toLocaleTimeString("en-US", ny),
                 tokyo: winter.toLocaleString("ja-JP", { timeZone: "Asia/Tokyo" }),
                 offset: winter.toLocaleTimeString("en-US", { timeZone: "+05:30" }),
+                compact: winter.toLocaleTimeString("en-US", { timeZone: "+0530" }),
+                // Offsets are ±HH:MM or ±HHMM, nothing looser (as V8).
+                malformed: ["+05:3:0", "+5:30", "+05:300", "+24:00", "+05:60"].filter((timeZone) => {
+                    try { winter.toLocaleTimeString("en-US", { timeZone }); return true; }
+                    catch (e) { return !(e instanceof RangeError); }
+                }),
                 canonical: new Intl.DateTimeFormat("en", { timeZone: "america/new_york" }).resolvedOptions().timeZone,
                 gmt: new Intl.DateTimeFormat("en", { timeZone: "Etc/GMT" }).resolvedOptions().timeZone,
             };
@@ -180,6 +190,12 @@ async fn time_zones() {
     assert_eq!(v["nySummer"], "11:04\u{202f}AM");
     assert_eq!(v["tokyo"], "2024/01/06 0:04:09");
     assert_eq!(v["offset"], "8:34:09\u{202f}PM");
+    assert_eq!(v["compact"], "8:34:09\u{202f}PM");
+    assert_eq!(
+        v["malformed"],
+        json!([]),
+        "offsets accepted though malformed"
+    );
     assert_eq!(v["canonical"], "America/New_York");
     assert_eq!(v["gmt"], "UTC");
 

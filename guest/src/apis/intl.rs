@@ -245,20 +245,11 @@ impl NumberFormat {
         }
         let half_expand = SignedRoundingMode::Unsigned(UnsignedRoundingMode::HalfExpand);
         if self.max_significant > 0 {
-            let top = if d.absolute.is_zero() {
-                0
-            } else {
-                magnitude_end(&d)
-            };
-            d.round_with_mode(top - self.max_significant + 1, half_expand);
+            d.round_with_mode(magnitude_end(&d) - self.max_significant + 1, half_expand);
             d.absolute.trim_end();
             // Rounding may have carried into a new digit (999 → 1000).
-            let top = if d.absolute.is_zero() {
-                0
-            } else {
-                magnitude_end(&d)
-            };
-            d.absolute.pad_end(top - self.min_significant.max(1) + 1);
+            d.absolute
+                .pad_end(magnitude_end(&d) - self.min_significant.max(1) + 1);
         } else if !matches!(self.style, NumberStyle::Compact(_)) {
             d.round_with_mode(-self.max_fraction, half_expand);
             d.absolute.trim_end();
@@ -294,9 +285,14 @@ impl NumberFormat {
     }
 }
 
-/// The magnitude of the most significant digit of a nonzero `d`.
+/// The magnitude of the most significant digit of `d`; 0 for zero, whose
+/// significant digits count from the ones place (`0.00` at three digits).
 fn magnitude_end(d: &Decimal) -> i16 {
-    *d.absolute.magnitude_range().end()
+    if d.absolute.is_zero() {
+        0
+    } else {
+        *d.absolute.magnitude_range().end()
+    }
 }
 
 /// A number to format: a double, or a BigInt's exact digits.
@@ -373,7 +369,7 @@ impl Zone {
             let digits: String = rest.chars().filter(|c| *c != ':').collect();
             let valid = digits.len() == 4
                 && digits.bytes().all(|b| b.is_ascii_digit())
-                && (rest.len() == 4 || rest.as_bytes().get(2) == Some(&b':'));
+                && (rest.len() == 4 || (rest.len() == 5 && rest.as_bytes()[2] == b':'));
             let hours: i32 = digits.get(..2)?.parse().ok()?;
             let minutes: i32 = digits.get(2..)?.parse().ok()?;
             if !valid || hours > 23 || minutes > 59 {
