@@ -105,23 +105,6 @@ async fn sandbox(tuning: Tuning) -> Sandbox {
         .expect("the sandbox builds")
 }
 
-/// The `label=path` pairs of `QUICKFORGE_GAP_GUESTS`.
-fn other_guests() -> Vec<(String, Arc<[u8]>)> {
-    let Ok(list) = std::env::var("QUICKFORGE_GAP_GUESTS") else {
-        return Vec::new();
-    };
-    list.split(',')
-        .filter(|s| !s.is_empty())
-        .map(|pair| {
-            let (label, path) = pair
-                .split_once('=')
-                .expect("QUICKFORGE_GAP_GUESTS holds label=path pairs");
-            let wasm = std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
-            (label.to_string(), wasm.into())
-        })
-        .collect()
-}
-
 async fn profile(arm: &str) {
     let secs: u64 = std::env::var("QUICKFORGE_GAP_SECS")
         .ok()
@@ -130,7 +113,10 @@ async fn profile(arm: &str) {
     let tuning = Tuning {
         fuel: arm != "no fuel",
         perf_map: true,
-        guest: other_guests().into_iter().next().map(|(_, wasm)| wasm),
+        guest: native::guests_from("QUICKFORGE_GAP_GUESTS")
+            .into_iter()
+            .next()
+            .map(|(_, wasm)| wasm),
         ..Tuning::default()
     };
     let sandbox = (arm != "native").then_some(sandbox(tuning).await);
@@ -197,7 +183,7 @@ fn main() {
             )
             .await,
         ];
-        let guests = other_guests();
+        let guests = native::guests_from("QUICKFORGE_GAP_GUESTS");
         let control = guests
             .first()
             .map(|(label, _)| format!("no fuel, guest {label}"));

@@ -16,6 +16,13 @@
 //!   or calls (`guest/src/deadline.rs`). The gateway does not set it; hosts
 //!   without fuel do.
 //!
+//! With `QUICKFORGE_BENCH_GUESTS=label=path,...` (raw or pre-initialized
+//! guest components built from the same WIT), it adds one row per guest
+//! after the first: the trivial script in a fresh instance of that guest
+//! against the first one, sampled in alternating blocks of 100 so both see
+//! the same drift. That is how a guest change is held to the fresh
+//! instance's budget (README.md, "What scripts can use", says how).
+//!
 //! Prints a Markdown table; README.md carries the figures.
 
 #[path = "native.rs"]
@@ -28,7 +35,7 @@ use std::time::{Duration, Instant};
 use native::time_native;
 use quickforge::{
     CacheDir, ExecutionContext, ForgeError, Mode, NoServers, Route, Sandbox, SandboxLimits,
-    Servers, Stash, Target,
+    Servers, Stash, Target, Tuning,
 };
 use serde_json::Value;
 
@@ -113,7 +120,7 @@ fn main() {
         let t = Instant::now();
         // Default limits, but enough tool calls for the round-trip loop.
         let limits = SandboxLimits { max_tool_calls: CALLS, ..SandboxLimits::default() };
-        let mut sandbox = Sandbox::new(limits, CacheDir::Default).await.expect("sandbox builds");
+        let mut sandbox = Sandbox::new(limits.clone(), CacheDir::Default).await.expect("sandbox builds");
         eprintln!("sandbox ready in {:?}", t.elapsed());
 
         // Sampled in two blocks, not interleaved: a native runtime created
@@ -190,5 +197,45 @@ fn main() {
             micros(plain),
             ratio(again, plain)
         );
+
+        compare_guests(&limits).await;
     });
+}
+
+/// The fresh-instance row of each guest after the first, against the first.
+async fn compare_guests(limits: &SandboxLimits) {
+    let guests = native::guests_from("QUICKFORGE_BENCH_GUESTS");
+    let Some(((control_label, _), _)) = guests.split_first() else {
+        return;
+    };
+    let mut sandboxes = Vec::new();
+    for (label, wasm) in &guests {
+        let tuning = Tuning {
+            guest: Some(wasm.clone()),
+            ..Tuning::default()
+        };
+        let sandbox = Sandbox::new_tuned(limits.clone(), CacheDir::Default, tuning)
+            .await
+            .unwrap_or_else(|e| panic!("guest {label} does not load: {e:#}"));
+        sample_sandbox(&sandbox, TRIVIAL, 200, 1).await;
+        sandboxes.push(sandbox);
+    }
+    for (i, (label, _)) in guests.iter().enumerate().skip(1) {
+        let (mut control, mut other) = (Vec::new(), Vec::new());
+        for _ in 0..40 {
+            for _ in 0..100 {
+                control.push(sample_sandbox(&sandboxes[0], TRIVIAL, 0, 1).await);
+            }
+            for _ in 0..100 {
+                other.push(sample_sandbox(&sandboxes[i], TRIVIAL, 0, 1).await);
+            }
+        }
+        let (control, other) = (median(control), median(other));
+        println!(
+            "| trivial script, fresh instance, guest `{label}` | {} | {} guest `{control_label}` | {:.3}× |",
+            micros(other),
+            micros(control),
+            other.as_secs_f64() / control.as_secs_f64()
+        );
+    }
 }
