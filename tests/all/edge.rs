@@ -697,6 +697,56 @@ async fn edge_ends_a_spinning_script_as_a_typed_timeout() {
     assert_eq!(ok(&client, "execute", "async () => 6 * 7").await, json!(42));
 }
 
+/// `QUICKFORGE_EDGE_TIME_ZONE` is the scripts' default zone on the edge, as
+/// `[sandbox] time_zone` is natively: without it UTC, never the runtime's
+/// machine's zone; a name the guest does not know fails the scripts that
+/// format dates with a `RangeError` naming it, and others still run.
+#[tokio::test]
+async fn edge_time_zone_comes_from_the_configuration() {
+    let (_fixture, url, manifest) = fixture_and_manifest("edge-tz").await;
+    let script = r#"async () => ({
+        zone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+        july: new Date(Date.UTC(2024, 6, 1, 12, 0)).toLocaleTimeString("en-US", { hour: "numeric", minute: "2-digit" }),
+    })"#;
+    let plain = serve(env_for(&url, &manifest, &[])).await;
+    let client = connect(&plain, None).await.unwrap();
+    assert_eq!(
+        ok(&client, "execute", script).await,
+        json!({ "zone": "UTC", "july": "12:00\u{202f}PM" })
+    );
+    client.cancel().await.unwrap();
+
+    let berlin = serve(env_for(
+        &url,
+        &manifest,
+        &[("QUICKFORGE_EDGE_TIME_ZONE", "Europe/Berlin")],
+    ))
+    .await;
+    let client = connect(&berlin, None).await.unwrap();
+    assert_eq!(
+        ok(&client, "execute", script).await,
+        json!({ "zone": "Europe/Berlin", "july": "2:00\u{202f}PM" })
+    );
+    client.cancel().await.unwrap();
+
+    let bad = serve(env_for(
+        &url,
+        &manifest,
+        &[("QUICKFORGE_EDGE_TIME_ZONE", "Mars/Olympus")],
+    ))
+    .await;
+    let client = connect(&bad, None).await.unwrap();
+    let (err, is_error) = run(&client, "execute", script).await;
+    assert!(is_error, "{err:#}");
+    let text = err.to_string();
+    assert!(
+        text.contains("RangeError") && text.contains("Mars/Olympus"),
+        "{err:#}"
+    );
+    assert_eq!(ok(&client, "execute", "async () => 6 * 7").await, json!(42));
+    client.cancel().await.unwrap();
+}
+
 /// Issue 22 item 2: with `QUICKFORGE_EDGE_TOKEN` configured, a request
 /// without the bearer token gets HTTP 401 and one with it is served.
 #[tokio::test]
