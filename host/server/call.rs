@@ -216,6 +216,10 @@ impl ForgeServer {
             }
             phase = run.settle(until) => phase,
         };
+        if let Phase::Done(_) = &phase {
+            // Answered with the outcome itself, not a task: see `forget`.
+            self.executor.runs.forget(run);
+        }
         let task = |status| {
             CallToolResponse::Task(CreateTaskResult::new(run.task(
                 status,

@@ -20,6 +20,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -118,6 +119,9 @@ pub struct Run {
     questions: Arc<Questions>,
     outcome: watch::Sender<Option<(Outcome, SystemTime, Instant)>>,
     abort: Mutex<Option<tokio::task::AbortHandle>>,
+    /// Whether a client was ever shown this run as a task (and so may poll
+    /// it until it expires); see [`Runs::forget`].
+    tasked: AtomicBool,
 }
 
 impl Run {
@@ -219,6 +223,7 @@ impl Run {
 
     /// The run as a task without its payload.
     pub fn task(&self, status: TaskStatus, updated: SystemTime, limits: &TaskLimits) -> Task {
+        self.tasked.store(true, Ordering::Relaxed);
         let mut task = Task::new(self.id.clone(), status, iso(self.created), iso(updated));
         // From creation: the longest it may run, then how long its outcome
         // is kept. (Waits on a person move a running task's end out.)
@@ -317,6 +322,7 @@ impl Runs {
             questions: Arc::default(),
             outcome: watch::Sender::new(None),
             abort: Mutex::new(None),
+            tasked: AtomicBool::new(false),
         });
         map.insert(run.id.clone(), run.clone());
         drop(map);
@@ -337,6 +343,18 @@ impl Runs {
         });
         *run.abort.lock().unwrap_or_else(|p| p.into_inner()) = Some(task.abort_handle());
         Some(run)
+    }
+
+    /// Lets go of `run`, whose outcome its request has just answered with
+    /// (a quick script, or the retry that found the run done), unless it was
+    /// ever shown as a task: then its client may still poll it. A run never
+    /// tasked cannot be asked for again, and keeping it `keep` long would
+    /// hold its output and, once `max_runs` are held, evict the outcome of
+    /// a task a client has yet to fetch.
+    pub fn forget(&self, run: &Run) {
+        if !run.tasked.load(Ordering::Relaxed) {
+            self.lock().remove(&run.id);
+        }
     }
 
     /// The run `id` names, if this gateway sealed it and still holds it.

@@ -196,6 +196,49 @@ async fn a_slow_execute_becomes_a_task_the_client_polls_to_its_result() {
     }
 }
 
+/// A finished task's outcome stays for its client to fetch however many
+/// quick executions follow. Each `execute` of a 2026 or task-taking client
+/// is a run, and a run answered with its result used to be kept ten
+/// minutes like a task's; with `max_concurrent = 1` (four runs held) the
+/// fifth quick script evicted the finished task as the oldest outcome.
+#[tokio::test]
+async fn quick_executions_do_not_evict_a_finished_tasks_outcome() {
+    let dir = scratch("tasks-evict");
+    let toml = format!(
+        "[sandbox]\nmax_concurrent = 1\ntask_after_ms = 300\n\n[servers.r]\ncommand = \"node\"\nargs = [{}]\n",
+        toml_str(&servers_dir().join("relay.mjs").to_string_lossy()),
+    );
+    let config = write_config(&dir, &toml);
+    let (mut child, client) = connect(&config, ProtocolVersion::V_2026_07_28, true).await;
+    warm(&client).await;
+    let slow = once(
+        &client,
+        execute(r#"async () => (await forge.callTool("r", "slow", {ms: 800})).slept"#),
+    )
+    .await;
+    let CallToolResponse::Task(created) = slow else {
+        panic!("expected a task: {slow:?}");
+    };
+    let id = created.task.task_id;
+    let done = poll(&client, &id, |p| !matches!(p, TaskPayload::Working)).await;
+    assert_eq!(ok_value(&completed(&done)), 800);
+    for i in 0..12 {
+        let quick = once(&client, execute(&format!("async () => {i} * 2"))).await;
+        let CallToolResponse::Complete(quick) = quick else {
+            panic!("a quick script answers at once: {quick:?}");
+        };
+        assert_eq!(ok_value(&quick), i * 2);
+    }
+    let again = client
+        .peer()
+        .get_task(GetTaskParams::new(&id))
+        .await
+        .expect("the finished task is still there after twelve quick executions");
+    assert_eq!(ok_value(&completed(&again.task.payload)), 800);
+    drop(client);
+    child.start_kill().unwrap();
+}
+
 /// Weakness: nothing could stop a long execution once its request was
 /// answered. `tasks/cancel` stops the script and its downstream call (the
 /// server hears `notifications/cancelled`), and the task reads cancelled.
