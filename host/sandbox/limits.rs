@@ -6,11 +6,15 @@ use std::time::Duration;
 /// Hard limits of one execution, enforced by the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxLimits {
-    /// Wall-clock limit of one execution, tool calls included. 10 s: an
-    /// agent's turn should not stall on one script, and a script that chains
-    /// calls to slow tools should use fewer, larger calls; twice Forgemax's
-    /// 5 s so that the whole CPU budget (`max_fuel`, up to about 6 s of
-    /// allocation-heavy JS on a loaded 2-core machine) fits below it.
+    /// Wall-clock limit of one execution, tool calls included. 30 s: the
+    /// whole CPU budget (`max_fuel`) must fit below it on slow machines too,
+    /// so that a runaway loop ends as `cpu_budget`, not `timeout`: 40e9 fuel
+    /// took 3.6 s on one 2-vCPU VM and 10 s on another (2026-11-27, two
+    /// loops on two cores: 4e9 units a second), so 30 s keeps a 3x margin
+    /// over the slowest seen; it also matches the servers' default
+    /// `timeout_secs`, so one slow call is not cut short by its execution.
+    /// An agent's turn still does not stall long on a spinning script: the
+    /// fuel ends it in seconds. (Forgemax's configs say 5.)
     pub timeout: Duration,
     /// CPU budget in Wasmtime fuel units (about one per Wasm instruction).
     /// 40 billion: a 10 MB JSON parse-and-stringify takes 18e9, a million
@@ -77,7 +81,7 @@ pub struct SandboxLimits {
 impl Default for SandboxLimits {
     fn default() -> Self {
         SandboxLimits {
-            timeout: Duration::from_secs(10),
+            timeout: Duration::from_secs(30),
             max_fuel: 40_000_000_000,
             max_heap: 512 * 1024 * 1024,
             max_code_size: 64 * 1024,
