@@ -261,7 +261,12 @@ async fn audit_lines_can_go_to_stderr_and_refusals_and_bounds_are_recorded() {
 #[tokio::test]
 async fn an_execution_cut_off_by_the_client_still_leaves_its_line() {
     let dir = scratch("audit-cancel");
-    let config = format!("{}[audit]\nfile = \"audit.jsonl\"\n", fixture("fx", &[]));
+    // An execution limit below the server's call timeout (20 s), so the
+    // execution, not the call, is what ends first.
+    let config = format!(
+        "[sandbox]\ntimeout_secs = 10\n\n{}[audit]\nfile = \"audit.jsonl\"\n",
+        fixture("fx", &[])
+    );
     let s = connect(&write_config(&dir, &config)).await;
     s.execute_when_ready(
         Duration::from_secs(20),
