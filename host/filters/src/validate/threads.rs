@@ -85,16 +85,15 @@ fn work() {
     }
 }
 
-/// Queues `job` on the validator threads; `false` when there are none.
-fn submit(job: Job) -> bool {
-    let Some(queue) = pool() else { return false };
-    queue
-        .jobs
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push_back(job);
-    queue.ready.notify_one();
-    true
+impl Queue {
+    /// Queues `job` for the next idle validator thread.
+    fn push(&self, job: Job) {
+        self.jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back(job);
+        self.ready.notify_one();
+    }
 }
 
 /// The verdict, with a panic of the analysis answered as
@@ -106,35 +105,32 @@ fn verdict(code: &str, limits: &ValidatorLimits) -> Verdict {
 
 /// Validates on a validator thread, blocking until the verdict.
 pub(super) fn validate(code: &str, limits: &ValidatorLimits) -> Verdict {
+    let Some(queue) = pool() else {
+        return on_own_thread(code, limits);
+    };
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let (owned, lim) = (code.to_owned(), limits.clone());
-    if submit(Box::new(move || {
-        let _ = tx.send(verdict(&owned, &lim));
-    })) {
-        rx.recv().unwrap_or_else(|_| Err(super::unanalysable(code)))
-    } else {
-        on_own_thread(code, limits)
-    }
+    let (owned, limits) = (code.to_owned(), limits.clone());
+    queue.push(Box::new(move || {
+        let _ = tx.send(verdict(&owned, &limits));
+    }));
+    rx.recv().unwrap_or_else(|_| Err(super::unanalysable(code)))
 }
 
 /// Validates on a validator thread without blocking the async runtime.
 pub(super) async fn validate_async(code: String, limits: ValidatorLimits) -> Verdict {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let job = {
-        let (code, limits) = (code.clone(), limits.clone());
-        Box::new(move || {
-            // A caller that stopped waiting (its request cancelled, its client
-            // gone) is not worth the work.
-            if !tx.is_closed() {
-                let _ = tx.send(verdict(&code, &limits));
-            }
-        })
-    };
-    if !submit(job) {
+    let Some(queue) = pool() else {
         return tokio::task::spawn_blocking(move || on_own_thread(&code, &limits))
             .await
             .unwrap_or_else(|_| Err(super::unanalysable("")));
-    }
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    queue.push(Box::new(move || {
+        // A caller that stopped waiting (its request cancelled, its client
+        // gone) is not worth the work.
+        if !tx.is_closed() {
+            let _ = tx.send(verdict(&code, &limits));
+        }
+    }));
     rx.await.unwrap_or_else(|_| Err(super::unanalysable("")))
 }
 
