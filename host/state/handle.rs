@@ -18,8 +18,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+use quickforge_filters::seal::{self, SealKey};
 
 use super::Handle;
 
@@ -27,19 +26,11 @@ use super::Handle;
 /// transcript) can tell a stash handle from other ids.
 const PREFIX: &str = "qfs_";
 
-/// Hex digits of randomness: 128 bits, unguessable.
-const ID_HEX: usize = 2 * Handle::RANDOM_BYTES;
+/// The domain label of handles derived from a session id.
+const SESSION_LABEL: &str = "quickforge session stash";
 
-/// Hex digits of the tag: 96 bits. A forger must guess it outright (the
-/// tag is checked before any lookup, and every failure looks the same), so
-/// 2^96 tries per handle; longer would only cost the model more tokens each
-/// time it carries the handle.
-const TAG_HEX: usize = 24;
-
-/// Shortest configured secret, in bytes: 16 bytes is 128 bits if random;
-/// anything shorter is a password a forger could guess offline from one
-/// handle.
-pub const MIN_SECRET_BYTES: usize = 16;
+/// Shortest configured secret, in bytes (see [`seal::MIN_SECRET_BYTES`]).
+pub const MIN_SECRET_BYTES: usize = seal::MIN_SECRET_BYTES;
 
 /// Name of the file in the cache directory that keeps a generated secret,
 /// so handles stay valid across restarts.
@@ -59,17 +50,12 @@ pub enum KeySource {
     Ephemeral(String),
 }
 
-/// The per-gateway secret that seals handles.
-#[derive(Clone)]
+/// The per-gateway secret that seals handles: the sealing itself is
+/// `quickforge_filters::seal`, shared with the edge provider; this adds
+/// where the key comes from and the OS randomness.
+#[derive(Clone, Debug)]
 pub struct HandleKey {
-    key: [u8; 32],
-}
-
-impl std::fmt::Debug for HandleKey {
-    /// Never the key.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("HandleKey(..)")
-    }
+    key: SealKey,
 }
 
 impl HandleKey {
@@ -78,15 +64,16 @@ impl HandleKey {
         let mut key = [0u8; 32];
         // Without the OS random source no handle is safe to hand out.
         getrandom::fill(&mut key).expect("the OS random source works");
-        HandleKey { key }
+        HandleKey {
+            key: SealKey::from_bytes(key),
+        }
     }
 
     /// A key derived from a configured secret of any length (SHA-256 of
     /// it: the HMAC needs a fixed-size key, and a passphrase works too).
     pub fn from_secret(secret: &str) -> HandleKey {
-        use sha2::Digest;
         HandleKey {
-            key: Sha256::digest(secret.as_bytes()).into(),
+            key: SealKey::from_secret(secret),
         }
     }
 
@@ -108,30 +95,21 @@ impl HandleKey {
             && let Ok(bytes) = hex::decode(text.trim())
             && let Ok(key) = <[u8; 32]>::try_from(bytes.as_slice())
         {
-            return (HandleKey { key }, KeySource::Kept(path));
+            return (
+                HandleKey {
+                    key: SealKey::from_bytes(key),
+                },
+                KeySource::Kept(path),
+            );
         }
         let made = HandleKey::random();
-        match write_private(dir, &path, &hex::encode(made.key)) {
+        match write_private(dir, &path, &hex::encode(made.key.bytes())) {
             Ok(()) => (made, KeySource::Created(path)),
             Err(e) => (
                 made,
                 KeySource::Ephemeral(format!("could not write {}: {e}", path.display())),
             ),
         }
-    }
-
-    /// The tag of the id `body` (prefix and random part) for `subject`.
-    /// Without a subject the tag covers the id alone, as before `[auth]`;
-    /// with one, a NUL and the subject follow: the id is of fixed length
-    /// and holds no NUL, so no (id, subject) pair reads as another.
-    fn tag(&self, body: &str, subject: Option<&str>) -> Hmac<Sha256> {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key size");
-        mac.update(body.as_bytes());
-        if let Some(subject) = subject {
-            mac.update(b"\0");
-            mac.update(subject.as_bytes());
-        }
-        mac
     }
 
     /// A new handle sealed with this key.
@@ -160,7 +138,7 @@ impl HandleKey {
     pub fn mint_as(&self, prefix: &str, subject: Option<&str>) -> String {
         let mut random = [0u8; Handle::RANDOM_BYTES];
         getrandom::fill(&mut random).expect("the OS random source works");
-        self.seal(prefix, &hex::encode(random), subject)
+        self.key.seal(prefix, &random, subject)
     }
 
     /// The handle derived from `seed` (an MCP session id) for `subject`:
@@ -171,43 +149,15 @@ impl HandleKey {
     /// never equal to the tag of anything); the handle is then sealed for
     /// `subject` like a minted one.
     pub fn derive_for(&self, seed: &str, subject: Option<&str>) -> Handle {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key size");
-        mac.update(b"quickforge session stash\0");
-        mac.update(seed.as_bytes());
-        let id = hex::encode(&mac.finalize().into_bytes()[..Handle::RANDOM_BYTES]);
-        Handle(self.seal(PREFIX, &id, subject).into())
-    }
-
-    /// `prefix` + `id` + the tag of both for `subject`.
-    fn seal(&self, prefix: &str, id: &str, subject: Option<&str>) -> String {
-        // The tag covers the prefix too: an id of one kind never opens as
-        // another.
-        let tag = hex::encode(
-            self.tag(&format!("{prefix}{id}"), subject)
-                .finalize()
-                .into_bytes(),
-        );
-        format!("{prefix}{id}{}", &tag[..TAG_HEX])
+        let random = self.key.derive(SESSION_LABEL, seed);
+        Handle(self.key.seal(PREFIX, &random, subject).into())
     }
 
     /// Whether this key sealed `text` as an id of the kind `prefix` for
     /// `subject` (false for another subject, or for none); the tag is
     /// checked in constant time.
     pub fn opens_as(&self, prefix: &str, text: &str, subject: Option<&str>) -> bool {
-        let Some(body) = text.strip_prefix(prefix) else {
-            return false;
-        };
-        let lower_hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
-        if body.len() != ID_HEX + TAG_HEX || !body.bytes().all(lower_hex) {
-            return false;
-        }
-        let (id, tag) = body.split_at(ID_HEX);
-        let Ok(tag) = hex::decode(tag) else {
-            return false;
-        };
-        self.tag(&format!("{prefix}{id}"), subject)
-            .verify_truncated_left(&tag)
-            .is_ok()
+        self.key.open(prefix, text, subject).is_some()
     }
 }
 
@@ -237,7 +187,10 @@ mod tests {
     fn a_minted_handle_opens_under_its_key_only() {
         let (key, other) = (HandleKey::random(), HandleKey::random());
         let h = key.mint();
-        assert_eq!(h.as_str().len(), PREFIX.len() + ID_HEX + TAG_HEX);
+        assert_eq!(
+            h.as_str().len(),
+            PREFIX.len() + seal::ID_HEX + seal::TAG_HEX
+        );
         assert_eq!(key.open_for(h.as_str(), None), Some(h.clone()));
         assert_eq!(other.open_for(h.as_str(), None), None);
     }

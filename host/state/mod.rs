@@ -118,7 +118,7 @@ impl Default for StashLimits {
 pub const MAX_TTL_SECS: u64 = 30 * 24 * 3600;
 
 /// Longest key, in bytes. Keys are names, not data.
-pub const MAX_KEY_LEN: usize = 256;
+pub const MAX_KEY_LEN: usize = quickforge_filters::text::MAX_STASH_KEY_LEN;
 
 /// Who state belongs to: an opaque, unguessable id, sealed by a
 /// [`HandleKey`] when a client may see it.
@@ -128,7 +128,7 @@ pub struct Handle(Arc<str>);
 impl Handle {
     /// Bytes of randomness in a handle. 16 (128 bits): unguessable, as a
     /// bearer capability must be once clients carry handles themselves.
-    pub const RANDOM_BYTES: usize = 16;
+    pub const RANDOM_BYTES: usize = quickforge_filters::seal::RANDOM_BYTES;
 
     /// A fresh unsealed handle from the OS random source, for state no
     /// client addresses (tests, a private stash).
@@ -300,12 +300,7 @@ impl Default for Stash {
 /// Keys are 1 to [`MAX_KEY_LEN`] bytes of `A-Z a-z 0-9 _ - . : /`: safe to
 /// log, to show a model, and to scope by prefix.
 pub fn check_key(key: &str) -> Result<(), ForgeError> {
-    let ok = !key.is_empty()
-        && key.len() <= MAX_KEY_LEN
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-.:/".contains(&b));
-    if ok {
+    if quickforge_filters::text::is_stash_key(key) {
         Ok(())
     } else {
         Err(ForgeError::new(

@@ -76,6 +76,10 @@ pub fn result(outcome: Result<Outcome, ScriptError>, report: &Report) -> Value {
         structured.insert("logs".into(), logs.into());
         content.push(text(format!("logs:\n{log_text}")));
     }
+    if let Some(handle) = &report.stash {
+        structured.insert("stash".into(), handle.clone().into());
+        content.push(text(format!("stash: {handle}")));
+    }
     json!({"content": content, "structuredContent": structured, "isError": is_error})
 }
 

@@ -122,17 +122,29 @@ fn instructions() -> String {
         "quickforge at the edge: downstream MCP tools are reached through code, not listed here.\n\
          1. `search`: run `async () => manifest.search(\"what you need\")`, then `manifest.tool(server, tool)` for the exact signature.\n\
          2. `execute`: run an async arrow function that calls `forge.callTool(server, tool, args)`; chain and combine calls in one script, return only what you need.\n\
-         Failures throw ForgeError (code, message, retryable, suggestion). Here forge.stash lives for one execute only.\n\
-         ```ts\n{FORGE_D_TS}```"
+         Failures throw ForgeError (code, message, retryable, suggestion). {}\n\
+         ```ts\n{FORGE_D_TS}```",
+        if control::stash_kept() {
+            "forge.stash keeps JSON between executions; pass a result's `stash` back as execute's `stash` to reach it again."
+        } else {
+            "Here forge.stash lives for one execute only."
+        }
     )
 }
 
 /// The two tools, as the native gateway lists them.
 fn tools() -> Value {
-    let schema = |what: &str| {
+    // As natively (host/server/mod.rs `code_schema`): `execute` also takes
+    // the optional stash handle.
+    let schema = |what: &str, stash: bool| {
+        let mut properties = json!({"code": {"type": "string", "description": what}});
+        if stash {
+            properties["stash"] =
+                json!({"type": "string", "description": "`stash` from an earlier result"});
+        }
         json!({
             "type": "object",
-            "properties": {"code": {"type": "string", "description": what}},
+            "properties": properties,
             "required": ["code"],
             "additionalProperties": false
         })
@@ -142,14 +154,14 @@ fn tools() -> Value {
             "name": "search",
             "description": "Find downstream tools. `code` is a JS async arrow function using `manifest` \
                 (servers, search(query), tool(server, name)); it returns JSON. No tool calls.",
-            "inputSchema": schema("e.g. async () => manifest.search(\"create issue\")"),
+            "inputSchema": schema("e.g. async () => manifest.search(\"create issue\")", false),
             "annotations": {"readOnlyHint": true}
         },
         {
             "name": "execute",
             "description": "Run a JS async arrow function that calls downstream tools with \
                 `await forge.callTool(server, tool, args)` and returns JSON. Chain many calls in one script.",
-            "inputSchema": schema("e.g. async () => (await forge.callTool(\"github\", \"list_issues\", {repo: \"o/r\"})).length"),
+            "inputSchema": schema("e.g. async () => (await forge.callTool(\"github\", \"list_issues\", {repo: \"o/r\"})).length", true),
         }
     ])
 }
@@ -188,6 +200,24 @@ fn call(params: &Value) -> Result<Value, (i64, String)> {
             -32603,
             "this instance already ran a script; the runtime must give each request a fresh instance".into(),
         ));
+    }
+    match params.get("arguments").and_then(|a| a.get("stash")) {
+        None | Some(Value::Null) => {}
+        Some(Value::String(handle)) if matches!(mode, Mode::Execute) => {
+            control::use_stash(handle).map_err(|e| (-32602, e))?;
+        }
+        Some(Value::String(_)) => {
+            return Err((
+                -32602,
+                "`stash` is an argument of execute, not of search".into(),
+            ));
+        }
+        Some(_) => {
+            return Err((
+                -32602,
+                "`stash` must be a string: the `stash` value of an earlier result".into(),
+            ));
+        }
     }
     let options = control::begin(mode).map_err(|e| (-32603, e))?;
     let outcome = bindings::run(&options, code);

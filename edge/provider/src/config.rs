@@ -14,13 +14,16 @@
 //! | `QUICKFORGE_EDGE_TOKEN` | when set, every request must carry `Authorization: Bearer <it>` |
 //! | `QUICKFORGE_EDGE_MAX_CALLS` | tool calls plus resource reads per request (default 50, as the native `max_tool_calls`) |
 //! | `QUICKFORGE_EDGE_CALL_TIMEOUT_MS` | per-call deadline (default 30000, as the native servers' `timeout_secs`) |
-//! | `QUICKFORGE_EDGE_TIMEOUT_MS` | the whole script's deadline, enforced by the guest itself (default 10000, as the native `timeout_secs`) |
+//! | `QUICKFORGE_EDGE_TIMEOUT_MS` | the whole script's deadline, enforced by the guest itself (default 10000: shorter than the native 30 s, since edge runtimes cut long requests themselves) |
 //! | `QUICKFORGE_EDGE_MAX_ARGS_BYTES` | largest arguments of one call (default 1 MiB, as `max_args_size`) |
 //! | `QUICKFORGE_EDGE_MAX_RESPONSE_BYTES` | largest downstream response (default 16 MiB, as `max_response_mb`) |
+//! | `QUICKFORGE_EDGE_STASH_SECRET` | when set (at least 16 bytes), the stash is kept in the runtime's `wasi:keyvalue` under handles sealed with it, as the native `[sandbox.stash] secret`; unset, the stash lives for one request |
+//! | `QUICKFORGE_EDGE_STASH_BUCKET` | the `wasi:keyvalue` bucket to open (default `""`, the one `wasmtime serve -Skeyvalue` has; Spin names it `default`) |
 //! | `QUICKFORGE_EDGE_TIME_ZONE` | scripts' default time zone for `Intl` (an IANA name, as the native `time_zone`; default UTC); a name the guest does not know fails the scripts that format dates with a `RangeError` naming it |
 
 use std::collections::BTreeMap;
 
+use quickforge_filters::seal::{MIN_SECRET_BYTES, SealKey};
 use serde_json::Value;
 
 /// One downstream MCP server reached over streamable HTTP.
@@ -90,8 +93,10 @@ impl Url {
 const DEFAULT_MAX_CALLS: u32 = 50;
 /// Default per-call deadline: the native servers' `timeout_secs` (30 s).
 const DEFAULT_CALL_TIMEOUT_MS: u64 = 30_000;
-/// Default script deadline: the native `[sandbox] timeout_secs` (10 s).
-/// The guest enforces it (`run-options.deadline-ms`), so a spinning script
+/// Default script deadline, 10 s: a third of the native `[sandbox]
+/// timeout_secs`, because edge runtimes commonly end a request after a few
+/// tens of seconds and the script's typed `timeout` must come first. The
+/// guest enforces it (`run-options.deadline-ms`), so a spinning script
 /// ends as a typed `timeout` before the runtime's own limits cut it off.
 const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 /// Default argument cap: the native `max_args_size` (1 MiB).
@@ -119,6 +124,11 @@ pub struct Config {
     pub max_args: usize,
     /// Largest downstream response, bytes.
     pub max_response: usize,
+    /// The key that seals stash handles; `None` keeps the stash for one
+    /// request.
+    pub stash_key: Option<SealKey>,
+    /// The `wasi:keyvalue` bucket the stash lives in.
+    pub stash_bucket: String,
     /// Scripts' default time zone (an IANA name); `None` is UTC.
     pub time_zone: Option<String>,
     /// What was wrong with the configuration; every call fails with it.
@@ -177,7 +187,23 @@ impl Config {
                 default
             }),
         };
+        let stash_key = match env.get("QUICKFORGE_EDGE_STASH_SECRET") {
+            None => None,
+            Some(secret) if secret.len() < MIN_SECRET_BYTES => {
+                problems.push(format!(
+                    "QUICKFORGE_EDGE_STASH_SECRET is {} bytes; use at least {MIN_SECRET_BYTES} random bytes (e.g. `openssl rand -hex 32`)",
+                    secret.len()
+                ));
+                None
+            }
+            Some(secret) => Some(SealKey::from_secret(secret)),
+        };
         Config {
+            stash_key,
+            stash_bucket: env
+                .get("QUICKFORGE_EDGE_STASH_BUCKET")
+                .cloned()
+                .unwrap_or_default(),
             max_calls: number(
                 "QUICKFORGE_EDGE_MAX_CALLS",
                 DEFAULT_MAX_CALLS.into(),

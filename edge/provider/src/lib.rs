@@ -25,6 +25,7 @@ mod http;
 mod mcp;
 mod redact;
 mod run;
+mod stash_kv;
 
 /// The native gateway's result conversion, compiled here unchanged.
 #[path = "../../../host/gateway/convert.rs"]
@@ -58,12 +59,6 @@ const MAX_OUTPUT_BYTES: u64 = 1 << 20;
 const MAX_PARALLEL: u32 = 64;
 /// Longest script, bytes: the native `max_code_size`.
 const MAX_CODE_BYTES: u32 = 64 * 1024;
-/// Longest stash key, bytes: the native `MAX_KEY_LEN`.
-const MAX_STASH_KEY: usize = 256;
-/// Largest stash value, bytes: the native `max_value_size`.
-const MAX_STASH_VALUE: usize = 1 << 20;
-/// Most stash keys: the native `max_keys`.
-const MAX_STASH_KEYS: usize = 256;
 
 thread_local! {
     static RUN: RefCell<Option<Run>> = const { RefCell::new(None) };
@@ -136,67 +131,34 @@ impl resources::Guest for Provider {
 }
 
 impl stash::Guest for Provider {
-    fn put(key: String, value_json: String, _ttl_secs: Option<u64>) -> Result<(), Wit> {
+    fn put(key: String, value_json: String, ttl_secs: Option<u64>) -> Result<(), Wit> {
         with(|r| {
             r.require_execute("the stash")?;
-            check_key(&key)?;
-            if value_json.len() > MAX_STASH_VALUE {
-                return Err(ForgeError::new(
-                    ErrorCode::StashValueTooLarge,
-                    format!("a stash value is at most {MAX_STASH_VALUE} bytes"),
-                )
-                .into());
-            }
-            if !r.stash.contains_key(&key) && r.stash.len() >= MAX_STASH_KEYS {
-                return Err(ForgeError::new(
-                    ErrorCode::StashFull,
-                    format!("the stash holds at most {MAX_STASH_KEYS} keys"),
-                )
-                .into());
-            }
-            r.stash.insert(key, value_json);
-            Ok(())
+            r.require_config()?;
+            r.stash.put(&key, value_json, ttl_secs)
         })
     }
     fn get(key: String) -> Result<Option<String>, Wit> {
         with(|r| {
             r.require_execute("the stash")?;
-            check_key(&key)?;
-            Ok(r.stash.get(&key).cloned())
+            r.require_config()?;
+            r.stash.get(&key)
         })
     }
     fn delete(key: String) -> Result<bool, Wit> {
         with(|r| {
             r.require_execute("the stash")?;
-            check_key(&key)?;
-            Ok(r.stash.remove(&key).is_some())
+            r.require_config()?;
+            r.stash.delete(&key)
         })
     }
     fn keys() -> Result<Vec<String>, Wit> {
         with(|r| {
             r.require_execute("the stash")?;
-            Ok(r.stash.keys().cloned().collect())
+            r.require_config()?;
+            r.stash.keys()
         })
     }
-}
-
-/// The native key rule: 1 to 256 bytes of `A-Z a-z 0-9 _ - . : /`.
-fn check_key(key: &str) -> Result<(), Wit> {
-    let ok = !key.is_empty()
-        && key.len() <= MAX_STASH_KEY
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-.:/".contains(&b));
-    if ok {
-        return Ok(());
-    }
-    Err(ForgeError::new(
-        ErrorCode::InvalidStashKey,
-        format!(
-            "invalid stash key {key:?}: use 1 to {MAX_STASH_KEY} characters of A-Z a-z 0-9 _ - . : /"
-        ),
-    )
-    .into())
 }
 
 impl manifest::Guest for Provider {
@@ -260,6 +222,17 @@ impl control::Guest for Provider {
     }
     fn max_code_bytes() -> u32 {
         MAX_CODE_BYTES
+    }
+    fn stash_kept() -> bool {
+        with(|r| r.stash.kept())
+    }
+    fn use_stash(handle: String) -> Result<(), String> {
+        with(|r| {
+            if r.mode.is_some() {
+                return Err("the stash is chosen before the run begins".into());
+            }
+            r.stash.open(&handle)
+        })
     }
     fn finish() -> Report {
         with(Run::report)

@@ -1,4 +1,4 @@
-//! One request's run: its mode, budget, logs, per-request stash, and the
+//! One request's run: its mode, budget, logs, stash, and the
 //! downstream calls in flight.
 //!
 //! Calls are started at once and finish through `next-completion`, which
@@ -19,6 +19,7 @@ use crate::config::Config;
 use crate::error::{ErrorCode, ForgeError};
 use crate::http::{Exchange, Step};
 use crate::mcp::{self, Answer};
+use crate::stash_kv::Stash;
 
 /// Timers one run may have pending (`setTimeout` and friends): bounds the
 /// provider's memory, far past what a script needs.
@@ -87,15 +88,18 @@ pub struct Run {
     ops: Vec<Op>,
     timers: Vec<(u32, u64)>,
     ready: VecDeque<Completion>,
-    /// The stash of this request (no `wasi:keyvalue` yet).
-    pub stash: BTreeMap<String, String>,
+    /// The stash: in `wasi:keyvalue` under a sealed handle, or this
+    /// request's own (`stash_kv.rs`).
+    pub stash: Stash,
 }
 
 impl Run {
     /// A fresh run with the environment's configuration.
     pub fn new() -> Run {
+        let config = Config::from_env();
         Run {
-            config: Config::from_env(),
+            stash: Stash::new(config.stash_key.clone(), config.stash_bucket.clone()),
+            config,
             mode: None,
             calls: 0,
             next_id: 1,
@@ -106,7 +110,6 @@ impl Run {
             ops: Vec::new(),
             timers: Vec::new(),
             ready: VecDeque::new(),
-            stash: BTreeMap::new(),
         }
     }
 
@@ -123,6 +126,23 @@ impl Run {
         .into())
     }
 
+    /// Refuses work while the configuration is broken: every call and stash
+    /// operation fails with the first problem, so a mistake (a short stash
+    /// secret, a malformed server list) is seen at once, not worked around.
+    pub fn require_config(&self) -> Result<(), Wit> {
+        match self.config.problems.first() {
+            None => Ok(()),
+            Some(problem) => Err(ForgeError::new(
+                ErrorCode::Internal,
+                format!(
+                    "the edge configuration is broken: {}",
+                    crate::redact::redact_clip(problem, 512)
+                ),
+            )
+            .into()),
+        }
+    }
+
     /// Starts `method` (`tools/call` or `resources/read`) on `server` after
     /// every check that needs no server; the id is returned at once.
     pub fn start(
@@ -133,16 +153,7 @@ impl Run {
         params: Value,
     ) -> Result<u32, Wit> {
         self.require_execute("calling tools")?;
-        if let Some(problem) = self.config.problems.first() {
-            return Err(ForgeError::new(
-                ErrorCode::Internal,
-                format!(
-                    "the edge configuration is broken: {}",
-                    crate::redact::redact_clip(problem, 512)
-                ),
-            )
-            .into());
-        }
+        self.require_config()?;
         if self.calls >= self.config.max_calls {
             return Err(ForgeError::new(
                 ErrorCode::ToolCallBudget,
@@ -524,6 +535,7 @@ impl Run {
             logs: std::mem::take(&mut self.logs),
             logs_dropped: self.logs_dropped,
             calls: self.calls,
+            stash: self.stash.reported(),
         }
     }
 }

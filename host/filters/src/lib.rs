@@ -6,11 +6,14 @@
 //! - [`fold`] — look-alike text folded to one spelling before matching;
 //! - [`sanitize`] — downstream tool metadata made safe for a model to read;
 //! - [`expand`] — `${VAR}` references in configuration values;
-//! - [`text`] — cutting text to a byte limit on a character boundary.
+//! - [`text`] — cutting text to a byte limit on a character boundary;
+//! - [`seal`] — ids a client carries back (stash handles), sealed with an
+//!   HMAC so a forged one is refused before any lookup.
 
 pub mod expand;
 pub mod fold;
 pub mod redact;
 pub mod sanitize;
+pub mod seal;
 pub mod text;
 pub mod validate;

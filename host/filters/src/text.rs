@@ -1,4 +1,19 @@
-//! Cutting text to a byte limit on a character boundary.
+//! Cutting text to a byte limit on a character boundary, and the rule for
+//! stash keys (shared by the native gateway and the edge provider).
+
+/// Longest stash key, in bytes. Keys are names, not data.
+pub const MAX_STASH_KEY_LEN: usize = 256;
+
+/// Whether `key` is a stash key: 1 to [`MAX_STASH_KEY_LEN`] bytes of
+/// `A-Z a-z 0-9 _ - . : /`, safe to log, to show a model, and to scope by
+/// prefix (a key-value store's key is built from it).
+pub fn is_stash_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= MAX_STASH_KEY_LEN
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.:/".contains(&b))
+}
 
 /// `text` cut to at most `max` bytes at a character boundary, with a marker
 /// saying how much was cut, so a reader knows the text is incomplete.
@@ -24,6 +39,20 @@ pub fn clip_more(text: &str, max: usize, more: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stash_keys_are_short_plain_names() {
+        for ok in [
+            "a",
+            "issues/open:2024-01.v1",
+            &"k".repeat(MAX_STASH_KEY_LEN),
+        ] {
+            assert!(is_stash_key(ok), "{ok}");
+        }
+        for bad in ["", "a b", "ключ", "a\0", &"k".repeat(MAX_STASH_KEY_LEN + 1)] {
+            assert!(!is_stash_key(bad), "{bad:?}");
+        }
+    }
 
     #[test]
     fn clip_marks_the_cut() {

@@ -1,227 +1,21 @@
 //! quickforge at the edge (issue 22): the committed composed component
 //! (`edge/dist/quickforge_edge.wasm`, provider → guest → front) served
 //! in-process by `wasmtime-wasi-http` on loopback, one fresh instance per
-//! request (what `wasmtime serve` does), driven by the rmcp streamable-HTTP
-//! client against `tests/servers/fixture.mjs --http`.
+//! request (what `wasmtime serve` does; the runtime is `host.rs`), driven
+//! by the rmcp streamable-HTTP client against `tests/servers/fixture.mjs
+//! --http`.
 
-use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+mod host;
+mod stash;
+
 use std::time::{Duration, Instant};
 
-use hyper::server::conn::http1;
-use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-use wasmtime::component::{Component, Linker, ResourceTable};
-use wasmtime::{Engine, Store};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::io::TokioIo;
-use wasmtime_wasi_http::p2::bindings::ProxyPre;
+use wasmtime_wasi_http::WasiHttpView;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
-use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use crate::mcp::{
-    CALL_BOUND, install_servers, node_listening, python_client, quickforge_cmd, scratch,
-    servers_dir, write_config,
-};
-
-/// The component under test: exactly the committed file.
-const EDGE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/edge/dist/quickforge_edge.wasm"
-);
-
-/// One request's store data: WASI (environment only: the configuration)
-/// and wasi:http.
-struct Request {
-    table: ResourceTable,
-    wasi: WasiCtx,
-    http: WasiHttpCtx,
-}
-
-impl WasiView for Request {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
-impl WasiHttpView for Request {
-    fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView {
-            ctx: &mut self.http,
-            table: &mut self.table,
-            hooks: Default::default(),
-        }
-    }
-}
-
-/// The engine and the pre-instantiated component, compiled once per test
-/// binary (Cranelift takes seconds for the 3 MB component).
-fn proxy() -> &'static ProxyPre<Request> {
-    static PRE: OnceLock<ProxyPre<Request>> = OnceLock::new();
-    PRE.get_or_init(|| {
-        let engine = Engine::default();
-        let component = Component::from_file(&engine, EDGE).expect("edge/dist/ holds a component");
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).unwrap();
-        ProxyPre::new(linker.instantiate_pre(&component).unwrap()).unwrap()
-    })
-}
-
-/// Serves the component on a loopback port with `env` as the runtime's
-/// configuration; returns its MCP URL.
-async fn serve(env: Vec<(String, String)>) -> String {
-    let pre = proxy().clone();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr: SocketAddr = listener.local_addr().unwrap();
-    let env = Arc::new(env);
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                return;
-            };
-            let (pre, env) = (pre.clone(), env.clone());
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req| {
-                    let (pre, env) = (pre.clone(), env.clone());
-                    async move { handle(pre, &env, req).await.map_err(std::io::Error::other) }
-                });
-                let _ = http1::Builder::new()
-                    .keep_alive(true)
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    format!("http://{addr}/mcp")
-}
-
-/// A store for one request, with `env` as the runtime's configuration and
-/// no other capability.
-fn new_store(pre: &ProxyPre<Request>, env: &[(String, String)]) -> Store<Request> {
-    Store::new(
-        pre.engine(),
-        Request {
-            table: ResourceTable::new(),
-            wasi: WasiCtx::builder().envs(env).inherit_stderr().build(),
-            http: WasiHttpCtx::new(),
-        },
-    )
-}
-
-/// One request in a fresh instance, as `wasmtime serve` runs it.
-async fn handle(
-    pre: ProxyPre<Request>,
-    env: &[(String, String)],
-    req: hyper::Request<hyper::body::Incoming>,
-) -> Result<hyper::Response<HyperOutgoingBody>, String> {
-    let mut store = new_store(&pre, env);
-    let (sender, receiver) = tokio::sync::oneshot::channel();
-    let req = store
-        .data_mut()
-        .http()
-        .new_incoming_request(Scheme::Http, req)
-        .map_err(|e| e.to_string())?;
-    let out = store
-        .data_mut()
-        .http()
-        .new_response_outparam(sender)
-        .map_err(|e| e.to_string())?;
-    let task = tokio::spawn(async move {
-        let proxy = pre.instantiate_async(&mut store).await?;
-        proxy
-            .wasi_http_incoming_handler()
-            .call_handle(&mut store, req, out)
-            .await
-    });
-    match receiver.await {
-        Ok(Ok(resp)) => Ok(resp),
-        Ok(Err(e)) => Err(format!("{e:?}")),
-        Err(_) => Err(format!("no response: {:?}", task.await)),
-    }
-}
-
-/// The fixture over streamable HTTP, and the manifest snapshot that
-/// `quickforge manifest --json` prints for it (the deploy-time step).
-async fn fixture_and_manifest(name: &str) -> (tokio::process::Child, String, String) {
-    let (child, port) = node_listening(
-        "fixture.mjs",
-        &["--http".as_ref(), "0".as_ref()],
-        "fixture: listening on ",
-    )
-    .await;
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    let dir = scratch(name);
-    let config = write_config(
-        &dir,
-        &format!("[servers.fixture]\nurl = \"{url}\"\ntimeout_secs = 20\n"),
-    );
-    let out = quickforge_cmd(Some(&config))
-        .args(["manifest", "--json"])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let manifest = String::from_utf8(out.stdout).unwrap();
-    (child, url, manifest)
-}
-
-fn env_for(url: &str, manifest: &str, extra: &[(&str, &str)]) -> Vec<(String, String)> {
-    let mut env = vec![
-        (
-            "QUICKFORGE_EDGE_SERVERS".to_string(),
-            json!({"fixture": {"url": url}}).to_string(),
-        ),
-        ("QUICKFORGE_EDGE_MANIFEST".to_string(), manifest.to_string()),
-    ];
-    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    env
-}
-
-type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
-
-async fn connect(url: &str, token: Option<&str>) -> Result<Client, String> {
-    crate::http::tls();
-    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
-    if let Some(t) = token {
-        config = config.auth_header(t.to_string());
-    }
-    ().serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .map_err(|e| e.to_string())
-}
-
-/// `tools/call` of `tool` with `code`: the structured content and whether
-/// it is an error.
-async fn run(client: &Client, tool: &str, code: &str) -> (Value, bool) {
-    let mut args = serde_json::Map::new();
-    args.insert("code".into(), code.into());
-    let r = client
-        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
-        .await
-        .unwrap();
-    (
-        r.structured_content.clone().unwrap_or(Value::Null),
-        r.is_error == Some(true),
-    )
-}
-
-async fn ok(client: &Client, tool: &str, code: &str) -> Value {
-    let (v, is_error) = run(client, tool, code).await;
-    assert!(!is_error, "expected success, got {v:#}");
-    v["result"].clone()
-}
+use crate::mcp::{CALL_BOUND, install_servers, python_client, servers_dir};
+use host::{EDGE, Kv, connect, env_for, fixture_and_manifest, new_store, ok, proxy, run, serve};
 
 /// Issue 22 items 1, 2 and 5: the one committed `.wasm` serves a code-mode
 /// endpoint in a standard runtime: initialize carries `forge.d.ts`,
@@ -781,7 +575,7 @@ async fn edge_checks_the_bearer_token_when_configured() {
 async fn edge_refuses_a_second_run_in_a_reused_instance() {
     use http_body_util::BodyExt;
     let pre = proxy().clone();
-    let mut store = new_store(&pre, &[]);
+    let mut store = new_store(&pre, &[], Kv::default());
     let instance = pre.instantiate_async(&mut store).await.unwrap();
     let mut answers = Vec::new();
     for _ in 0..2 {
@@ -864,10 +658,12 @@ async fn edge_serves_the_python_sdk() {
 
 /// Issue 22 item 5: the same `.wasm` under Node through `jco serve` (npm,
 /// pinned in tests/servers/package.json), one fresh instance per request,
-/// configured through the process environment, no hand glue: search,
-/// execute against the fixture, a fresh global per request, and
-/// `Promise.all` overlapping (under jco's `wasi:http` the five 300 ms calls
-/// take 350–600 ms on a loaded 2-core machine, against 1.5 s in sequence).
+/// configured through the process environment, no glue for quickforge's
+/// own interfaces: search, execute against the fixture, a fresh global per
+/// request, `Promise.all` overlapping (under jco's `wasi:http` the five
+/// 300 ms calls take 350–600 ms on a loaded 2-core machine, against 1.5 s
+/// in sequence), and the stash kept between requests through
+/// `edge/jco/keyvalue.mjs`, the `wasi:keyvalue/store` jco lacks.
 #[tokio::test]
 async fn edge_component_runs_under_node_through_jco() {
     let (_fixture, url, manifest) = fixture_and_manifest("edge-jco").await;
@@ -889,11 +685,17 @@ async fn edge_component_runs_under_node_through_jco() {
             "instance",
             "--host",
             "127.0.0.1",
-            "--port",
+            "--jco-import",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/edge/jco/keyvalue.mjs"),
         ])
+        .arg("--port")
         .arg(port.to_string())
         .arg(EDGE)
-        .envs(env_for(&url, &manifest, &[]))
+        .envs(env_for(
+            &url,
+            &manifest,
+            &[("QUICKFORGE_EDGE_STASH_SECRET", "jco-test-secret-0123456789")],
+        ))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::inherit())
         .process_group(0)
@@ -935,6 +737,28 @@ async fn edge_component_runs_under_node_through_jco() {
     eprintln!("edge under jco: Promise.all of five 300 ms calls: {v}");
     assert_eq!(v["slept"], json!([300, 300, 300, 300, 300]));
     assert!(v["ms"].as_u64().unwrap() < 1200, "the calls overlap: {v}");
+    let (put, _) = run(
+        &client,
+        "execute",
+        r#"async () => forge.stash.put("seen", {by: "jco"})"#,
+    )
+    .await;
+    let handle = put["stash"].as_str().expect("a stash handle").to_string();
+    let mut args = serde_json::Map::new();
+    args.insert(
+        "code".into(),
+        r#"async () => forge.stash.get("seen")"#.into(),
+    );
+    args.insert("stash".into(), handle.into());
+    let got = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("execute").with_arguments(args))
+        .await
+        .unwrap();
+    assert_eq!(
+        got.structured_content.unwrap()["result"],
+        json!({"by": "jco"}),
+        "the stash outlived its request under Node"
+    );
     client.cancel().await.unwrap();
 }
 

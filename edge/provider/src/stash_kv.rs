@@ -1,0 +1,344 @@
+//! The stash at the edge. With `QUICKFORGE_EDGE_STASH_SECRET` configured it
+//! lives in the runtime's `wasi:keyvalue/store` and belongs to a handle
+//! sealed exactly as the native gateway seals them
+//! (`quickforge_filters::seal`): `execute` returns the handle when the script
+//! used the stash, and a later request passes it back as `stash`. Without a
+//! secret it lives for one request (a handle could not be checked).
+//!
+//! Layout in the bucket, for a stash whose handle's random part is `<id>`:
+//!
+//! - `qfs/<id>`: the index, JSON `{"<key>": [expires_unix_ms, bytes], ...}`,
+//!   so that `keys()` and the caps need one read;
+//! - `qfs/<id>/<key>`: `<expires_unix_ms>\n<value JSON>`, so that `get`
+//!   needs one read and never returns an expired value.
+//!
+//! A bucket has no TTL of its own: expired entries are dropped when their
+//! stash is next written. `wasi:keyvalue/store` promises no transactions,
+//! so two requests writing one stash at the same moment may each miss the
+//! other's index update (last writer wins); values themselves are never
+//! torn. The index is read once per request and kept in memory.
+
+use std::collections::BTreeMap;
+
+use quickforge_filters::seal::{RANDOM_BYTES, SealKey};
+use quickforge_filters::text::{MAX_STASH_KEY_LEN, is_stash_key};
+
+use crate::bindings::exports::quickforge::sandbox::types::ForgeError as Wit;
+use crate::bindings::wasi::keyvalue::store::{self, Bucket};
+use crate::error::{ErrorCode, ForgeError};
+
+/// The prefix of a stash handle: the native one, so a model reads both alike.
+const PREFIX: &str = "qfs_";
+/// Largest value, bytes: the native default `max_value_size`.
+const MAX_VALUE: usize = 1 << 20;
+/// Most keys in one stash: the native default `max_keys`.
+const MAX_KEYS: usize = 256;
+/// Most bytes (keys and values) in one stash: the native default
+/// `max_total_size`.
+const MAX_TOTAL: usize = 16 << 20;
+/// TTL of a value put without one: the native default `default_ttl_secs`.
+const DEFAULT_TTL_SECS: u64 = 3600;
+/// Longest TTL: the native default `max_ttl_secs` (a stash is scratch
+/// space between executions, not storage).
+const MAX_TTL_SECS: u64 = 24 * 3600;
+
+/// One key's entry in the index: when it expires (Unix ms) and its cost
+/// (key and value bytes).
+type Index = BTreeMap<String, (u64, usize)>;
+
+/// This request's stash.
+pub struct Stash {
+    /// The key that seals handles; `None` keeps the stash for one request.
+    key: Option<SealKey>,
+    /// The `wasi:keyvalue` bucket's identifier.
+    bucket_name: String,
+    /// The handle in use: given by the client, or minted at first use.
+    handle: Option<String>,
+    /// The opened bucket and the stash's index, once read.
+    kept: Option<(Bucket, Index)>,
+    /// The stash of one request, when none is kept.
+    local: BTreeMap<String, (u64, String)>,
+    /// Whether the script touched the stash (then the handle is reported).
+    used: bool,
+}
+
+impl Stash {
+    /// A stash sealed by `key` (none: one request only) in `bucket_name`.
+    pub fn new(key: Option<SealKey>, bucket_name: String) -> Stash {
+        Stash {
+            key,
+            bucket_name,
+            handle: None,
+            kept: None,
+            local: BTreeMap::new(),
+            used: false,
+        }
+    }
+
+    /// Whether the stash outlives the request.
+    pub fn kept(&self) -> bool {
+        self.key.is_some()
+    }
+
+    /// Uses the stash `handle` names (execute's `stash` argument).
+    pub fn open(&mut self, handle: &str) -> Result<(), String> {
+        let Some(key) = &self.key else {
+            return Err("this endpoint keeps no stash between requests (QUICKFORGE_EDGE_STASH_SECRET is not configured); leave `stash` out".into());
+        };
+        if key.open(PREFIX, handle, None).is_none() {
+            return Err(format!(
+                "`stash` {:?} is not a stash handle of this endpoint (altered, from another deployment, or sealed before its secret changed); pass the `stash` value of an earlier result exactly, or leave it out for a new stash",
+                preview(handle)
+            ));
+        }
+        self.handle = Some(handle.to_string());
+        Ok(())
+    }
+
+    /// The handle to report: the stash's, when it is kept and was used.
+    pub fn reported(&self) -> Option<String> {
+        self.used.then(|| self.handle.clone()).flatten()
+    }
+
+    /// `forge.stash.put`.
+    pub fn put(&mut self, key: &str, json: String, ttl: Option<u64>) -> Result<(), Wit> {
+        check_key(key)?;
+        if json.len() > MAX_VALUE {
+            return Err(ForgeError::new(
+                ErrorCode::StashValueTooLarge,
+                format!(
+                    "stash value for {:?} is {} bytes of JSON, over the {MAX_VALUE}-byte limit",
+                    preview(key),
+                    json.len()
+                ),
+            )
+            .suggest("store a smaller value, or split it across keys")
+            .into());
+        }
+        let ttl = ttl.unwrap_or(DEFAULT_TTL_SECS);
+        if ttl > MAX_TTL_SECS {
+            return Err(ForgeError::new(
+                ErrorCode::StashTtlTooLong,
+                format!("ttl of {ttl}s is over the {MAX_TTL_SECS}s maximum"),
+            )
+            .into());
+        }
+        let now = now_ms();
+        let expires = now.saturating_add(ttl.saturating_mul(1000));
+        let cost = key.len() + json.len();
+        if self.key.is_none() {
+            self.local.retain(|_, (e, _)| *e > now);
+            let entries = self
+                .local
+                .iter()
+                .map(|(k, (e, v))| (k.clone(), (*e, k.len() + v.len())));
+            caps(entries.collect(), key, cost)?;
+            self.local.insert(key.to_string(), (expires, json));
+            return Ok(());
+        }
+        let id = self.id()?;
+        let (bucket, index) = self.open_bucket()?;
+        let expired: Vec<String> = index
+            .iter()
+            .filter(|(_, (e, _))| *e <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in &expired {
+            index.remove(k);
+        }
+        caps(index.clone(), key, cost)?;
+        let value = format!("{expires}\n{json}");
+        bucket
+            .set(&format!("qfs/{id}/{key}"), value.as_bytes())
+            .map_err(unavailable)?;
+        index.insert(key.to_string(), (expires, cost));
+        write_index(bucket, &id, index)?;
+        for k in expired {
+            // Best effort: a value left behind is expired, so never read.
+            let _ = bucket.delete(&format!("qfs/{id}/{k}"));
+        }
+        Ok(())
+    }
+
+    /// `forge.stash.get`.
+    pub fn get(&mut self, key: &str) -> Result<Option<String>, Wit> {
+        check_key(key)?;
+        let now = now_ms();
+        if self.key.is_none() {
+            return Ok(self
+                .local
+                .get(key)
+                .filter(|(e, _)| *e > now)
+                .map(|(_, v)| v.clone()));
+        }
+        let id = self.id()?;
+        let (bucket, _) = self.open_bucket()?;
+        let Some(bytes) = bucket
+            .get(&format!("qfs/{id}/{key}"))
+            .map_err(unavailable)?
+        else {
+            return Ok(None);
+        };
+        let text = String::from_utf8(bytes).map_err(|_| corrupt())?;
+        let (expires, json) = text.split_once('\n').ok_or_else(corrupt)?;
+        let expires: u64 = expires.parse().map_err(|_| corrupt())?;
+        Ok((expires > now).then(|| json.to_string()))
+    }
+
+    /// `forge.stash.delete`: whether a live value was there.
+    pub fn delete(&mut self, key: &str) -> Result<bool, Wit> {
+        check_key(key)?;
+        let now = now_ms();
+        if self.key.is_none() {
+            return Ok(self.local.remove(key).is_some_and(|(e, _)| e > now));
+        }
+        let id = self.id()?;
+        let (bucket, index) = self.open_bucket()?;
+        let Some((expires, _)) = index.remove(key) else {
+            return Ok(false);
+        };
+        bucket
+            .delete(&format!("qfs/{id}/{key}"))
+            .map_err(unavailable)?;
+        write_index(bucket, &id, index)?;
+        Ok(expires > now)
+    }
+
+    /// `forge.stash.keys`: the live keys, sorted.
+    pub fn keys(&mut self) -> Result<Vec<String>, Wit> {
+        let now = now_ms();
+        if self.key.is_none() {
+            return Ok(live(self.local.iter().map(|(k, (e, _))| (k, *e)), now));
+        }
+        self.id()?;
+        let (_, index) = self.open_bucket()?;
+        Ok(live(index.iter().map(|(k, (e, _))| (k, *e)), now))
+    }
+
+    /// The random part of the stash's handle, minting a handle at first
+    /// use when the client gave none.
+    fn id(&mut self) -> Result<String, Wit> {
+        self.used = true;
+        let key = self.key.as_ref().expect("only a kept stash has an id");
+        let handle = match &self.handle {
+            Some(h) => h.clone(),
+            None => {
+                let bytes =
+                    crate::bindings::wasi::random::random::get_random_bytes(RANDOM_BYTES as u64);
+                let random: [u8; RANDOM_BYTES] = bytes
+                    .try_into()
+                    .map_err(|_| internal("the runtime's random source gave too few bytes"))?;
+                let h = key.seal(PREFIX, &random, None);
+                self.handle = Some(h.clone());
+                h
+            }
+        };
+        Ok(handle[PREFIX.len()..PREFIX.len() + 2 * RANDOM_BYTES].to_string())
+    }
+
+    /// The bucket and this stash's index, opened and read at first use.
+    fn open_bucket(&mut self) -> Result<(&Bucket, &mut Index), Wit> {
+        if self.kept.is_none() {
+            let id = self.id()?;
+            let bucket = store::open(&self.bucket_name).map_err(unavailable)?;
+            let index = match bucket.get(&format!("qfs/{id}")).map_err(unavailable)? {
+                None => Index::new(),
+                Some(bytes) => serde_json::from_slice(&bytes).map_err(|_| corrupt())?,
+            };
+            self.kept = Some((bucket, index));
+        }
+        let (bucket, index) = self.kept.as_mut().expect("just set");
+        Ok((bucket, index))
+    }
+}
+
+/// Fails when adding `key` at `cost` bytes would pass a cap of a stash
+/// holding `entries` (live ones only).
+fn caps(mut entries: Index, key: &str, cost: usize) -> Result<(), Wit> {
+    let replaced = entries.remove(key).is_some();
+    if !replaced && entries.len() >= MAX_KEYS {
+        return Err(ForgeError::new(
+            ErrorCode::StashFull,
+            format!("the stash holds {MAX_KEYS} keys, its limit"),
+        )
+        .suggest("delete keys you no longer need with forge.stash.delete")
+        .into());
+    }
+    let total: usize = entries.values().map(|(_, c)| c).sum::<usize>() + cost;
+    if total > MAX_TOTAL {
+        return Err(ForgeError::new(
+            ErrorCode::StashFull,
+            format!(
+                "a value of {cost} bytes would bring the stash to {total} bytes, over its {MAX_TOTAL}-byte limit"
+            ),
+        )
+        .suggest("delete keys you no longer need with forge.stash.delete")
+        .into());
+    }
+    Ok(())
+}
+
+fn write_index(bucket: &Bucket, id: &str, index: &Index) -> Result<(), Wit> {
+    let text = serde_json::to_vec(index).expect("an index serializes");
+    bucket.set(&format!("qfs/{id}"), &text).map_err(unavailable)
+}
+
+fn live<'a>(entries: impl Iterator<Item = (&'a String, u64)>, now: u64) -> Vec<String> {
+    entries
+        .filter(|(_, e)| *e > now)
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// The native key rule (`quickforge_filters::text::is_stash_key`).
+fn check_key(key: &str) -> Result<(), Wit> {
+    if is_stash_key(key) {
+        return Ok(());
+    }
+    Err(ForgeError::new(
+        ErrorCode::InvalidStashKey,
+        format!(
+            "invalid stash key {key:?}: use 1 to {MAX_STASH_KEY_LEN} characters of A-Z a-z 0-9 _ - . : /"
+        ),
+    )
+    .into())
+}
+
+/// Wall-clock time, Unix milliseconds: expiries must hold across instances.
+fn now_ms() -> u64 {
+    let t = crate::bindings::wasi::clocks::wall_clock::now();
+    t.seconds * 1000 + u64::from(t.nanoseconds / 1_000_000)
+}
+
+fn unavailable(e: store::Error) -> Wit {
+    let why = match e {
+        store::Error::NoSuchStore => {
+            "it has no such bucket (see QUICKFORGE_EDGE_STASH_BUCKET)".to_string()
+        }
+        store::Error::AccessDenied => "access was denied".to_string(),
+        store::Error::Other(text) => text,
+    };
+    ForgeError::new(
+        ErrorCode::StateUnavailable,
+        format!("the runtime's key-value store failed: {why}"),
+    )
+    .into()
+}
+
+fn corrupt() -> Wit {
+    internal("a stash entry in the key-value store is not in quickforge's format")
+}
+
+fn internal(message: &str) -> Wit {
+    ForgeError::new(ErrorCode::Internal, message).into()
+}
+
+/// The first characters of a client's text, for an error message.
+fn preview(text: &str) -> String {
+    let cut: String = text.chars().take(80).collect();
+    if cut.len() < text.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
+}
