@@ -10,6 +10,9 @@ use sha2::{Digest, Sha256};
 
 /// The composed component, relative to the repository root.
 pub const DIST_WASM: &str = "edge/dist/quickforge_edge.wasm";
+/// The composed component whose stash lives in `wasi:keyvalue`.
+#[allow(dead_code)] // the root build.rs compiles this file too and reads only the digest
+pub const DIST_WASM_KEYVALUE: &str = "edge/dist/quickforge_edge_keyvalue.wasm";
 /// Its recorded digest, relative to the repository root.
 pub const DIST_DIGEST: &str = "edge/dist/SOURCE_DIGEST";
 

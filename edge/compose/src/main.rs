@@ -1,8 +1,11 @@
-//! Builds quickforge's edge component: the provider and front crates for
+//! Builds quickforge's edge components: the provider and front crates for
 //! `wasm32-wasip2`, composed with the committed guest
 //! (`guest/dist/quickforge_guest.wasm`) as provider → guest → front into
-//! one `wasi:http` component, written to `edge/dist/` with its source
-//! digest.
+//! `wasi:http` components, written to `edge/dist/` with their source
+//! digest: `quickforge_edge.wasm` (runs in any `wasi:http` runtime; the
+//! stash lives for one request) and `quickforge_edge_keyvalue.wasm` (the
+//! provider built with its `keyvalue` feature: it also imports
+//! `wasi:keyvalue/store` and keeps the stash there between requests).
 //!
 //! ```text
 //! cargo run --manifest-path edge/Cargo.toml -p quickforge-edge-compose            # build, compose, write edge/dist/
@@ -65,26 +68,58 @@ fn main() -> Result<()> {
     }
 }
 
-/// Builds both crates, composes, and writes `edge/dist/`.
+/// Builds the crates, composes both components, and writes `edge/dist/`.
 fn build(root: &Path) -> Result<()> {
     let edge = root.join("edge");
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| edge.join("target"));
+    let built = target.join("wasm32-wasip2/release");
+    // The provider twice: one build overwrites the other's output, so each
+    // is read before the next build.
+    cargo_build(&edge, &target, &["-p", "quickforge-edge-front"])?;
+    let front = std::fs::read(built.join("quickforge_edge_front.wasm"))?;
+    let mut written = Vec::new();
+    for (features, dist) in [
+        (None, digest::DIST_WASM),
+        (Some("keyvalue"), digest::DIST_WASM_KEYVALUE),
+    ] {
+        let mut args = vec!["-p", "quickforge-edge-provider"];
+        if let Some(f) = features {
+            args.extend(["--features", f]);
+        }
+        cargo_build(&edge, &target, &args)?;
+        let provider = std::fs::read(built.join("quickforge_edge_provider.wasm"))?;
+        let guest = std::fs::read(root.join("guest/dist/quickforge_guest.wasm"))
+            .context("reading guest/dist/quickforge_guest.wasm")?;
+        let bytes = compose(provider, guest, front.clone())?;
+        let dist = root.join(dist);
+        std::fs::create_dir_all(dist.parent().unwrap())?;
+        std::fs::write(&dist, &bytes)?;
+        written.push(format!("{} ({} bytes)", dist.display(), bytes.len()));
+    }
+    let sources = digest::edge_sources(root);
+    std::fs::write(
+        root.join(digest::DIST_DIGEST),
+        format!("{}\n", digest::digest(root, &sources)),
+    )?;
+    eprintln!("wrote {}", written.join(", "));
+    Ok(())
+}
+
+/// `cargo build --release --locked --target wasm32-wasip2` with `args`.
+fn cargo_build(edge: &Path, target: &Path, args: &[&str]) -> Result<()> {
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(&edge)
+        .current_dir(edge)
         .args([
             "build",
             "--release",
             "--locked",
             "--target",
             "wasm32-wasip2",
-            "-p",
-            "quickforge-edge-provider",
-            "-p",
-            "quickforge-edge-front",
         ])
-        .env("CARGO_TARGET_DIR", &target)
+        .args(args)
+        .env("CARGO_TARGET_DIR", target)
         .status()
         .context("running cargo")?;
     if !status.success() {
@@ -92,21 +127,6 @@ fn build(root: &Path) -> Result<()> {
             "building the edge crates for wasm32-wasip2 failed (is the target installed? `rustup target add wasm32-wasip2`)"
         );
     }
-    let built = target.join("wasm32-wasip2/release");
-    let bytes = compose(
-        &built.join("quickforge_edge_provider.wasm"),
-        &root.join("guest/dist/quickforge_guest.wasm"),
-        &built.join("quickforge_edge_front.wasm"),
-    )?;
-    let dist = root.join(digest::DIST_WASM);
-    std::fs::create_dir_all(dist.parent().unwrap())?;
-    std::fs::write(&dist, &bytes)?;
-    let sources = digest::edge_sources(root);
-    std::fs::write(
-        root.join(digest::DIST_DIGEST),
-        format!("{}\n", digest::digest(root, &sources)),
-    )?;
-    eprintln!("wrote {} ({} bytes)", dist.display(), bytes.len());
     Ok(())
 }
 
@@ -124,11 +144,11 @@ fn check(root: &Path) -> Result<()> {
 }
 
 /// provider → guest → front, with the front's incoming handler exported.
-fn compose(provider: &Path, guest: &Path, front: &Path) -> Result<Vec<u8>> {
+fn compose(provider: Vec<u8>, guest: Vec<u8>, front: Vec<u8>) -> Result<Vec<u8>> {
     let mut graph = CompositionGraph::new();
-    let mut register = |name: &str, path: &Path| -> Result<_> {
-        let package = Package::from_file(name, None, path, graph.types_mut())
-            .with_context(|| format!("reading {}", path.display()))?;
+    let mut register = |name: &str, bytes: Vec<u8>| -> Result<_> {
+        let package = Package::from_bytes(name, None, bytes, graph.types_mut())
+            .with_context(|| format!("reading {name}"))?;
         Ok(graph.register_package(package)?)
     };
     let provider = register("quickforge:edge-provider", provider)?;

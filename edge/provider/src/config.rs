@@ -17,13 +17,13 @@
 //! | `QUICKFORGE_EDGE_TIMEOUT_MS` | the whole script's deadline, enforced by the guest itself (default 10000: shorter than the native 30 s, since edge runtimes cut long requests themselves) |
 //! | `QUICKFORGE_EDGE_MAX_ARGS_BYTES` | largest arguments of one call (default 1 MiB, as `max_args_size`) |
 //! | `QUICKFORGE_EDGE_MAX_RESPONSE_BYTES` | largest downstream response (default 16 MiB, as `max_response_mb`) |
-//! | `QUICKFORGE_EDGE_STASH_SECRET` | when set (at least 16 bytes), the stash is kept in the runtime's `wasi:keyvalue` under handles sealed with it, as the native `[sandbox.stash] secret`; unset, the stash lives for one request |
+//! | `QUICKFORGE_EDGE_STASH_SECRET` | `quickforge_edge_keyvalue.wasm` only: when set (at least 16 bytes), the stash is kept in the runtime's `wasi:keyvalue` under handles sealed with it, as the native `[sandbox.stash] secret`; unset, the stash lives for one request (as always in `quickforge_edge.wasm`, which refuses the setting) |
 //! | `QUICKFORGE_EDGE_STASH_BUCKET` | the `wasi:keyvalue` bucket to open (default `""`, the one `wasmtime serve -Skeyvalue` has; Spin names it `default`) |
 //! | `QUICKFORGE_EDGE_TIME_ZONE` | scripts' default time zone for `Intl` (an IANA name, as the native `time_zone`; default UTC); a name the guest does not know fails the scripts that format dates with a `RangeError` naming it |
 
 use std::collections::BTreeMap;
 
-use quickforge_filters::seal::{MIN_SECRET_BYTES, SealKey};
+use quickforge_filters::seal::SealKey;
 use serde_json::Value;
 
 /// One downstream MCP server reached over streamable HTTP.
@@ -189,13 +189,23 @@ impl Config {
         };
         let stash_key = match env.get("QUICKFORGE_EDGE_STASH_SECRET") {
             None => None,
-            Some(secret) if secret.len() < MIN_SECRET_BYTES => {
+            #[cfg(not(feature = "keyvalue"))]
+            Some(_) => {
+                problems.push(
+                    "QUICKFORGE_EDGE_STASH_SECRET is set, but quickforge_edge.wasm keeps the stash for one request only; serve edge/dist/quickforge_edge_keyvalue.wasm in a runtime with wasi:keyvalue to keep it between requests".into(),
+                );
+                None
+            }
+            #[cfg(feature = "keyvalue")]
+            Some(secret) if secret.len() < quickforge_filters::seal::MIN_SECRET_BYTES => {
                 problems.push(format!(
-                    "QUICKFORGE_EDGE_STASH_SECRET is {} bytes; use at least {MIN_SECRET_BYTES} random bytes (e.g. `openssl rand -hex 32`)",
-                    secret.len()
+                    "QUICKFORGE_EDGE_STASH_SECRET is {} bytes; use at least {} random bytes (e.g. `openssl rand -hex 32`)",
+                    secret.len(),
+                    quickforge_filters::seal::MIN_SECRET_BYTES
                 ));
                 None
             }
+            #[cfg(feature = "keyvalue")]
             Some(secret) => Some(SealKey::from_secret(secret)),
         };
         Config {

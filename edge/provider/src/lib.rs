@@ -10,10 +10,21 @@
 
 #![allow(missing_docs)] // the generated bindings
 
+/// The portable provider (the stash lives for one request), or with the
+/// `keyvalue` feature the one that imports `wasi:keyvalue/store`.
+#[cfg(not(feature = "keyvalue"))]
 mod bindings {
     wit_bindgen::generate!({
         path: ["../../wit/sandbox.wit", "../../wit/edge"],
         world: "quickforge:edge/provider",
+        generate_all,
+    });
+}
+#[cfg(feature = "keyvalue")]
+mod bindings {
+    wit_bindgen::generate!({
+        path: ["../../wit/sandbox.wit", "../../wit/edge"],
+        world: "quickforge:edge/provider-keyvalue",
         generate_all,
     });
 }

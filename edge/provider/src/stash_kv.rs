@@ -12,6 +12,10 @@
 //! - `qfs/<id>/<key>`: `<expires_unix_ms>\n<value JSON>`, so that `get`
 //!   needs one read and never returns an expired value.
 //!
+//! The portable build (no `keyvalue` feature) has no store: a secret there
+//! is a configuration problem (`config.rs`), so only the one-request stash
+//! runs, and the `portable` stand-in below is never reached.
+//!
 //! A bucket has no TTL of its own: expired entries are dropped when their
 //! stash is next written. `wasi:keyvalue/store` promises no transactions,
 //! so two requests writing one stash at the same moment may each miss the
@@ -24,8 +28,11 @@ use quickforge_filters::seal::{RANDOM_BYTES, SealKey};
 use quickforge_filters::text::{MAX_STASH_KEY_LEN, is_stash_key};
 
 use crate::bindings::exports::quickforge::sandbox::types::ForgeError as Wit;
+#[cfg(feature = "keyvalue")]
 use crate::bindings::wasi::keyvalue::store::{self, Bucket};
 use crate::error::{ErrorCode, ForgeError};
+#[cfg(not(feature = "keyvalue"))]
+use portable::{self as store, Bucket};
 
 /// The prefix of a stash handle: the native one, so a model reads both alike.
 const PREFIX: &str = "qfs_";
@@ -340,5 +347,38 @@ fn preview(text: &str) -> String {
         format!("{cut}…")
     } else {
         cut
+    }
+}
+
+/// The portable build's stand-in for `wasi:keyvalue/store`: it opens
+/// nothing, so the same stash code compiles in both builds.
+#[cfg(not(feature = "keyvalue"))]
+mod portable {
+    #[allow(dead_code)] // the variants mirror wasi:keyvalue's
+    pub enum Error {
+        NoSuchStore,
+        AccessDenied,
+        Other(String),
+    }
+
+    pub enum Bucket {}
+
+    pub fn open(_: &str) -> Result<Bucket, Error> {
+        Err(Error::Other(
+            "quickforge_edge.wasm has no key-value store; serve quickforge_edge_keyvalue.wasm"
+                .into(),
+        ))
+    }
+
+    impl Bucket {
+        pub fn get(&self, _: &str) -> Result<Option<Vec<u8>>, Error> {
+            match *self {}
+        }
+        pub fn set(&self, _: &str, _: &[u8]) -> Result<(), Error> {
+            match *self {}
+        }
+        pub fn delete(&self, _: &str) -> Result<(), Error> {
+            match *self {}
+        }
     }
 }

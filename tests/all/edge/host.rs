@@ -135,31 +135,53 @@ impl WasiHttpView for Request {
     }
 }
 
-/// The engine and the pre-instantiated component, compiled once per test
-/// binary (Cranelift takes seconds for the 3 MB component).
+/// The committed component whose stash lives in `wasi:keyvalue`.
+pub(super) const EDGE_KEYVALUE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/edge/dist/quickforge_edge_keyvalue.wasm"
+);
+
+/// The engine and the pre-instantiated portable component, compiled once
+/// per test binary (Cranelift takes seconds for the 6 MB component).
 pub(super) fn proxy() -> &'static ProxyPre<Request> {
     static PRE: OnceLock<ProxyPre<Request>> = OnceLock::new();
-    PRE.get_or_init(|| {
+    PRE.get_or_init(|| pre(EDGE))
+}
+
+/// The same for the component with `wasi:keyvalue`.
+fn proxy_keyvalue() -> &'static ProxyPre<Request> {
+    static PRE: OnceLock<ProxyPre<Request>> = OnceLock::new();
+    PRE.get_or_init(|| pre(EDGE_KEYVALUE))
+}
+
+/// `file` compiled and linked against this runtime's WASI, `wasi:http` and
+/// `wasi:keyvalue/store` (which the portable component does not import).
+fn pre(file: &str) -> ProxyPre<Request> {
+    {
         let engine = Engine::default();
-        let component = Component::from_file(&engine, EDGE).expect("edge/dist/ holds a component");
+        let component = Component::from_file(&engine, file).expect("edge/dist/ holds a component");
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).unwrap();
         store::add_to_linker::<_, HasSelf<Request>>(&mut linker, |r| r).unwrap();
         ProxyPre::new(linker.instantiate_pre(&component).unwrap()).unwrap()
-    })
+    }
 }
 
-/// Serves the component on a loopback port with `env` as the runtime's
-/// configuration and an empty key-value store; returns its MCP URL.
+/// Serves the portable component on a loopback port with `env` as the
+/// runtime's configuration; returns its MCP URL.
 pub(super) async fn serve(env: Vec<(String, String)>) -> String {
-    serve_with(env, Kv::default()).await
+    serve_pre(proxy().clone(), env, Kv::default()).await
 }
 
-/// Serves the component with `env` over the key-value data `kv` (shared
-/// with other endpoints to stand for replicas of one deployment).
-pub(super) async fn serve_with(env: Vec<(String, String)>, kv: Kv) -> String {
-    let pre = proxy().clone();
+/// Serves the component with `wasi:keyvalue` with `env`, over the key-value
+/// data `kv` (shared with other endpoints to stand for replicas of one
+/// deployment).
+pub(super) async fn serve_keyvalue(env: Vec<(String, String)>, kv: Kv) -> String {
+    serve_pre(proxy_keyvalue().clone(), env, kv).await
+}
+
+async fn serve_pre(pre: ProxyPre<Request>, env: Vec<(String, String)>, kv: Kv) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr: SocketAddr = listener.local_addr().unwrap();
     let env = Arc::new(env);

@@ -658,63 +658,15 @@ async fn edge_serves_the_python_sdk() {
 
 /// Issue 22 item 5: the same `.wasm` under Node through `jco serve` (npm,
 /// pinned in tests/servers/package.json), one fresh instance per request,
-/// configured through the process environment, no glue for quickforge's
-/// own interfaces: search, execute against the fixture, a fresh global per
-/// request, `Promise.all` overlapping (under jco's `wasi:http` the five
-/// 300 ms calls take 350–600 ms on a loaded 2-core machine, against 1.5 s
-/// in sequence), and the stash kept between requests through
-/// `edge/jco/keyvalue.mjs`, the `wasi:keyvalue/store` jco lacks.
+/// configured through the process environment, no glue: search, execute
+/// against the fixture, a fresh global per request, `Promise.all`
+/// overlapping (under jco's `wasi:http` the five 300 ms calls take
+/// 350–600 ms on a loaded 2-core machine, against 1.5 s in sequence), and
+/// the stash living for one request (jco has no `wasi:keyvalue`).
 #[tokio::test]
 async fn edge_component_runs_under_node_through_jco() {
     let (_fixture, url, manifest) = fixture_and_manifest("edge-jco").await;
-    install_servers();
-    let jco = servers_dir().join("node_modules/@bytecodealliance/jco/dist/jco.js");
-    // jco serve takes a port, not 0: borrow a free one from the system.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    // jco serve runs the component in a child process of its own: start it
-    // in a process group, and end the whole group when the test ends.
-    let child = tokio::process::Command::new("node")
-        .arg(&jco)
-        .args([
-            "serve",
-            "--isolate-requests",
-            "instance",
-            "--host",
-            "127.0.0.1",
-            "--jco-import",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/edge/jco/keyvalue.mjs"),
-        ])
-        .arg("--port")
-        .arg(port.to_string())
-        .arg(EDGE)
-        .envs(env_for(
-            &url,
-            &manifest,
-            &[("QUICKFORGE_EDGE_STASH_SECRET", "jco-test-secret-0123456789")],
-        ))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::inherit())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let _group = Group(child.id().unwrap() as i32);
-    // It transpiles the component first (seconds): wait until it accepts.
-    tokio::time::timeout(Duration::from_secs(180), async {
-        while tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    })
-    .await
-    .expect("jco serve listens in time");
-    let edge = format!("http://127.0.0.1:{port}/mcp");
+    let (edge, _group) = jco_serve(EDGE, &[], env_for(&url, &manifest, &[])).await;
     let client = connect(&edge, None).await.unwrap();
     let tools = client.list_all_tools().await.unwrap();
     assert_eq!(tools.len(), 2);
@@ -737,6 +689,40 @@ async fn edge_component_runs_under_node_through_jco() {
     eprintln!("edge under jco: Promise.all of five 300 ms calls: {v}");
     assert_eq!(v["slept"], json!([300, 300, 300, 300, 300]));
     assert!(v["ms"].as_u64().unwrap() < 1200, "the calls overlap: {v}");
+    let stash = r#"async () => { const before = await forge.stash.get("k"); await forge.stash.put("k", 1); return before }"#;
+    let (first, _) = run(&client, "execute", stash).await;
+    assert_eq!(first["result"], Value::Null);
+    assert_eq!(first.get("stash"), None, "no handle: nothing is kept");
+    let (second, _) = run(&client, "execute", stash).await;
+    assert_eq!(
+        second["result"],
+        Value::Null,
+        "the stash lived for one request"
+    );
+    client.cancel().await.unwrap();
+}
+
+/// `quickforge_edge_keyvalue.wasm` under `jco serve`, with
+/// `edge/jco/keyvalue.mjs` (`--jco-import`) as the `wasi:keyvalue/store`
+/// jco lacks: the stash a first request filled is read by a later one
+/// through its handle.
+#[tokio::test]
+async fn edge_keyvalue_component_keeps_the_stash_under_jco() {
+    let (_fixture, url, manifest) = fixture_and_manifest("edge-jco-kv").await;
+    let (edge, _group) = jco_serve(
+        host::EDGE_KEYVALUE,
+        &[
+            "--jco-import",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/edge/jco/keyvalue.mjs"),
+        ],
+        env_for(
+            &url,
+            &manifest,
+            &[("QUICKFORGE_EDGE_STASH_SECRET", "jco-test-secret-0123456789")],
+        ),
+    )
+    .await;
+    let client = connect(&edge, None).await.unwrap();
     let (put, _) = run(
         &client,
         "execute",
@@ -760,6 +746,55 @@ async fn edge_component_runs_under_node_through_jco() {
         "the stash outlived its request under Node"
     );
     client.cancel().await.unwrap();
+}
+
+/// `jco serve --isolate-requests instance` of `component` with `flags` on a
+/// free loopback port, configured with `env`: its MCP URL, and the guard
+/// that ends its process group.
+async fn jco_serve(component: &str, flags: &[&str], env: Vec<(String, String)>) -> (String, Group) {
+    install_servers();
+    let jco = servers_dir().join("node_modules/@bytecodealliance/jco/dist/jco.js");
+    // jco serve takes a port, not 0: borrow a free one from the system.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // jco serve runs the component in a child process of its own: start it
+    // in a process group, and end the whole group when the test ends.
+    let child = tokio::process::Command::new("node")
+        .arg(&jco)
+        .args([
+            "serve",
+            "--isolate-requests",
+            "instance",
+            "--host",
+            "127.0.0.1",
+        ])
+        .args(flags)
+        .arg("--port")
+        .arg(port.to_string())
+        .arg(component)
+        .envs(env)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let group = Group(child.id().unwrap() as i32);
+    // It transpiles the component first (seconds): wait until it accepts.
+    tokio::time::timeout(Duration::from_secs(180), async {
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("jco serve listens in time");
+    (format!("http://127.0.0.1:{port}/mcp"), group)
 }
 
 /// Ends a process group when dropped (jco serve and the worker it starts).

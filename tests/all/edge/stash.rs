@@ -1,14 +1,16 @@
 //! The stash at the edge (issue 22 item 2: "the stash on `wasi:keyvalue`,
-//! keyed by the stash handle"): kept in the runtime's key-value store under
-//! handles sealed like the native gateway's, refused when forged, bounded
-//! like natively, and one request long when no secret is configured.
+//! keyed by the stash handle; where a runtime lacks `wasi:keyvalue` the stash
+//! lives for one request"): `quickforge_edge_keyvalue.wasm` keeps it in the
+//! runtime's key-value store under handles sealed like the native gateway's,
+//! refused when forged, bounded like natively; `quickforge_edge.wasm`, which
+//! imports no store, and either without a secret keep it for one request.
 
 use std::time::Duration;
 
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
-use super::host::{Client, Kv, connect, env_for, fixture_and_manifest, serve, serve_with};
+use super::host::{Client, Kv, connect, env_for, fixture_and_manifest, serve, serve_keyvalue};
 
 /// A secret for sealing handles, as a deployment would configure it.
 const SECRET: &str = "edge-test-secret-0123456789abcdef";
@@ -97,7 +99,7 @@ async fn instructions(client: &Client) -> String {
 async fn edge_stash_is_kept_in_keyvalue_under_its_handle() {
     let (_fixture, url, manifest) = fixture_and_manifest("edge-stash").await;
     let kv = Kv::default();
-    let edge = serve_with(
+    let edge = serve_keyvalue(
         env_for(&url, &manifest, &[("QUICKFORGE_EDGE_STASH_SECRET", SECRET)]),
         kv.clone(),
     )
@@ -175,14 +177,14 @@ async fn edge_stash_handles_open_on_replicas_and_nowhere_else() {
     let (_fixture, url, manifest) = fixture_and_manifest("edge-stash-replicas").await;
     let kv = Kv::default();
     let env = |secret: &str| env_for(&url, &manifest, &[("QUICKFORGE_EDGE_STASH_SECRET", secret)]);
-    let a = connect(&serve_with(env(SECRET), kv.clone()).await, None)
+    let a = connect(&serve_keyvalue(env(SECRET), kv.clone()).await, None)
         .await
         .unwrap();
-    let b = connect(&serve_with(env(SECRET), kv.clone()).await, None)
+    let b = connect(&serve_keyvalue(env(SECRET), kv.clone()).await, None)
         .await
         .unwrap();
     let foreign = connect(
-        &serve_with(env("another-deployment-secret-xyz"), kv.clone()).await,
+        &serve_keyvalue(env("another-deployment-secret-xyz"), kv.clone()).await,
         None,
     )
     .await
@@ -231,62 +233,80 @@ async fn edge_stash_handles_open_on_replicas_and_nowhere_else() {
     assert_eq!(v, "from a", "still serving, the stash intact");
 }
 
-/// Without a secret the stash lives for one request: values are there
-/// within the script and gone from the next one, no handle is reported, a
-/// `stash` argument is refused with the reason, and the instructions say
-/// so. A secret shorter than 16 bytes fails stash operations and calls
-/// with the configuration problem instead of quietly keeping nothing.
+/// Without a secret, and always in the portable component, the stash lives
+/// for one request: values are there within the script and gone from the
+/// next one, no handle is reported, a `stash` argument is refused with the
+/// reason, and the instructions say so. A secret given to the portable
+/// component, or one shorter than 16 bytes, fails stash operations and
+/// calls with the configuration problem instead of quietly keeping nothing.
 #[tokio::test]
 async fn edge_stash_without_a_secret_lives_for_one_request() {
     let (_fixture, url, manifest) = fixture_and_manifest("edge-stash-local").await;
-    let client = connect(&serve(env_for(&url, &manifest, &[])).await, None)
-        .await
-        .unwrap();
-    assert!(
-        instructions(&client)
+    for keyvalue in [false, true] {
+        let env = env_for(&url, &manifest, &[]);
+        let edge = if keyvalue {
+            serve_keyvalue(env, Kv::default()).await
+        } else {
+            serve(env).await
+        };
+        let client = connect(&edge, None).await.unwrap();
+        assert!(
+            instructions(&client)
+                .await
+                .contains("lives for one execute only")
+        );
+        let (v, handle) = value(
+            &client,
+            r#"async () => { await forge.stash.put("a", 1); return [await forge.stash.get("a"), await forge.stash.keys()] }"#,
+            None,
+        )
+        .await;
+        assert_eq!(v, json!([1, ["a"]]));
+        assert_eq!(handle, None);
+        let (v, _) = value(&client, r#"async () => forge.stash.get("a")"#, None).await;
+        assert_eq!(
+            v,
+            Value::Null,
+            "the next request starts with an empty stash"
+        );
+        let refused = execute(&client, "async () => 1", Some("qfs_x".into()))
             .await
-            .contains("lives for one execute only")
-    );
-    let (v, handle) = value(
-        &client,
-        r#"async () => { await forge.stash.put("a", 1); return [await forge.stash.get("a"), await forge.stash.keys()] }"#,
-        None,
-    )
-    .await;
-    assert_eq!(v, json!([1, ["a"]]));
-    assert_eq!(handle, None);
-    let (v, _) = value(&client, r#"async () => forge.stash.get("a")"#, None).await;
-    assert_eq!(
-        v,
-        Value::Null,
-        "the next request starts with an empty stash"
-    );
-    let refused = execute(&client, "async () => 1", Some("qfs_x".into()))
-        .await
-        .err()
-        .unwrap();
-    assert!(
-        refused.contains("QUICKFORGE_EDGE_STASH_SECRET is not configured"),
-        "{refused}"
-    );
+            .err()
+            .unwrap();
+        assert!(
+            refused.contains("QUICKFORGE_EDGE_STASH_SECRET is not configured"),
+            "{refused}"
+        );
+    }
 
-    let short = connect(
-        &serve(env_for(
-            &url,
-            &manifest,
-            &[("QUICKFORGE_EDGE_STASH_SECRET", "short")],
-        ))
-        .await,
-        None,
-    )
-    .await
-    .unwrap();
-    let (code, message) = forge_error(&short, r#"async () => forge.stash.put("a", 1)"#, None).await;
-    assert_eq!(code, "INTERNAL");
-    assert!(
-        message.contains("QUICKFORGE_EDGE_STASH_SECRET is 5 bytes; use at least 16"),
-        "{message}"
-    );
+    for (keyvalue, secret, problem) in [
+        (
+            false,
+            SECRET,
+            "QUICKFORGE_EDGE_STASH_SECRET is set, but quickforge_edge.wasm keeps the stash for one request only; serve edge/dist/quickforge_edge_keyvalue.wasm",
+        ),
+        (
+            true,
+            "short",
+            "QUICKFORGE_EDGE_STASH_SECRET is 5 bytes; use at least 16",
+        ),
+    ] {
+        let env = env_for(&url, &manifest, &[("QUICKFORGE_EDGE_STASH_SECRET", secret)]);
+        let edge = if keyvalue {
+            serve_keyvalue(env, Kv::default()).await
+        } else {
+            serve(env).await
+        };
+        let client = connect(&edge, None).await.unwrap();
+        for code in [
+            r#"async () => forge.stash.put("a", 1)"#,
+            r#"async () => forge.callTool("fixture", "stats", {})"#,
+        ] {
+            let (code_, message) = forge_error(&client, code, None).await;
+            assert_eq!(code_, "INTERNAL");
+            assert!(message.contains(problem), "{message}");
+        }
+    }
 }
 
 /// The native caps and errors, enforced by the provider over the key-value
@@ -297,7 +317,9 @@ async fn edge_stash_without_a_secret_lives_for_one_request() {
 async fn edge_stash_enforces_the_native_limits_and_ttls() {
     let (_fixture, url, manifest) = fixture_and_manifest("edge-stash-limits").await;
     let env = env_for(&url, &manifest, &[("QUICKFORGE_EDGE_STASH_SECRET", SECRET)]);
-    let client = connect(&serve(env).await, None).await.unwrap();
+    let client = connect(&serve_keyvalue(env, Kv::default()).await, None)
+        .await
+        .unwrap();
 
     let (code, message) =
         forge_error(&client, r#"async () => forge.stash.put("a b", 1)"#, None).await;
@@ -359,14 +381,17 @@ async fn edge_stash_enforces_the_native_limits_and_ttls() {
     );
 
     let other_bucket = connect(
-        &serve(env_for(
-            &url,
-            &manifest,
-            &[
-                ("QUICKFORGE_EDGE_STASH_SECRET", SECRET),
-                ("QUICKFORGE_EDGE_STASH_BUCKET", "nope"),
-            ],
-        ))
+        &serve_keyvalue(
+            env_for(
+                &url,
+                &manifest,
+                &[
+                    ("QUICKFORGE_EDGE_STASH_SECRET", SECRET),
+                    ("QUICKFORGE_EDGE_STASH_BUCKET", "nope"),
+                ],
+            ),
+            Kv::default(),
+        )
         .await,
         None,
     )
