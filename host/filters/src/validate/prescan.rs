@@ -54,6 +54,8 @@ struct PreScan<'s> {
     i: usize,
     levels: Vec<Level>,
     total: usize,
+    /// The largest `total` so far.
+    deepest: usize,
     prev: Prev,
     newline: bool,
     kw_paren_next: bool,
@@ -61,9 +63,9 @@ struct PreScan<'s> {
     raw_all: bool,
 }
 
-/// Returns the byte offset where the nesting estimate first exceeds
-/// [`PRESCAN_LIMIT`].
-pub(super) fn prescan(src: &str) -> Result<(), usize> {
+/// The deepest nesting estimate anywhere in `src`, or the byte offset where
+/// the estimate first exceeds [`PRESCAN_LIMIT`].
+pub(super) fn prescan(src: &str) -> Result<usize, usize> {
     let mut scan = PreScan {
         src: src.as_bytes(),
         i: 0,
@@ -75,6 +77,7 @@ pub(super) fn prescan(src: &str) -> Result<(), usize> {
             prefix: 0,
         }],
         total: 0,
+        deepest: 0,
         prev: Prev::Start,
         newline: false,
         kw_paren_next: false,
@@ -91,7 +94,7 @@ pub(super) fn prescan(src: &str) -> Result<(), usize> {
             scan.step()?;
         }
     }
-    Ok(())
+    Ok(scan.deepest)
 }
 
 fn is_word_byte(b: u8) -> bool {
@@ -135,7 +138,8 @@ impl PreScan<'_> {
         }
     }
 
-    fn check(&self) -> Result<(), usize> {
+    fn check(&mut self) -> Result<(), usize> {
+        self.deepest = self.deepest.max(self.total);
         if self.total > PRESCAN_LIMIT {
             Err(self.i)
         } else {

@@ -97,8 +97,8 @@ impl Queue {
 }
 
 /// The verdict, with a panic of the analysis answered as
-/// [`super::unanalysable`].
-fn verdict(code: &str, limits: &ValidatorLimits) -> Verdict {
+/// [`super::unanalysable`], on the current thread.
+pub(super) fn verdict(code: &str, limits: &ValidatorLimits) -> Verdict {
     std::panic::catch_unwind(AssertUnwindSafe(|| super::validate_here(code, limits)))
         .unwrap_or_else(|_| Err(super::unanalysable(code)))
 }
@@ -179,6 +179,48 @@ mod tests {
             1 => BAD.into(),
             _ => deep(),
         }
+    }
+
+    /// The deepest script validated on the caller's thread checks out on a
+    /// thread with an eighth of an async runtime thread's stack; one level
+    /// deeper, or a longer script, goes to the validator threads.
+    #[test]
+    fn short_shallow_scripts_validate_on_a_small_stack() {
+        let at_bound = |depth: usize| {
+            format!(
+                "async () => {}1{}",
+                "[".repeat(depth - 1),
+                "]".repeat(depth - 1)
+            )
+        };
+        // The deepest bracket nesting that still fits (the estimate also
+        // counts the arrow's pending body).
+        let depth = (2..super::super::INLINE_MAX_DEPTH * 2)
+            .take_while(|d| super::super::fits_any_stack(&at_bound(*d)))
+            .last()
+            .expect("shallow scripts fit");
+        assert!(depth + 2 >= super::super::INLINE_MAX_DEPTH, "{depth}");
+        assert!(!super::super::fits_any_stack(&at_bound(depth + 1)));
+        let shallow = at_bound(depth);
+        let long = format!("async () => {{ let a; {}}}", "a = 1; ".repeat(2 * 1024));
+        assert!(!super::super::fits_any_stack(&long));
+        let verdict = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || super::super::validate(&shallow, &ValidatorLimits::default()))
+            .unwrap()
+            .join()
+            .expect("no stack overflow");
+        assert!(
+            verdict.is_ok() || verdict.as_ref().unwrap_err().rule == "too-deep",
+            "{verdict:?}"
+        );
+        let long_verdict = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || super::super::validate(&long, &ValidatorLimits::default()))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(long_verdict.is_ok(), "{long_verdict:?}");
     }
 
     /// Many callers at once, blocking and async, each get their own verdict
