@@ -158,43 +158,11 @@ impl ToolEntry {
     /// Checks `args` against the input schema. The error names each
     /// offending field and what is wrong with it.
     pub fn validate(&self, server: &str, args: &Value) -> Result<(), ForgeError> {
-        let Ok(validator) = self.check.validator() else {
-            return Ok(());
-        };
-        /// Problems listed in one message; the rest are counted.
-        const MAX_LISTED: usize = 5;
-        let mut problems = Vec::new();
-        let mut more = 0usize;
-        for error in validator.iter_errors(args) {
-            if problems.len() < MAX_LISTED {
-                let path = error.instance_path().to_string();
-                let field = if path.is_empty() {
-                    "arguments".to_string()
-                } else {
-                    format!("field {}", path.trim_start_matches('/').replace('/', "."))
-                };
-                problems.push(format!("{field}: {error}"));
-            } else {
-                more += 1;
-            }
+        match self.check.mismatch(server, &self.name, args) {
+            None => Ok(()),
+            Some(message) => Err(ForgeError::new(ErrorCode::InvalidArguments, message)
+                .suggest(schema::suggestion(server, &self.name))),
         }
-        if problems.is_empty() {
-            return Ok(());
-        }
-        let mut message = format!(
-            "arguments of {server}.{} do not match its input schema: {}",
-            self.name,
-            problems.join("; ")
-        );
-        if more > 0 {
-            message.push_str(&format!(" (and {more} more)"));
-        }
-        Err(
-            ForgeError::new(ErrorCode::InvalidArguments, message).suggest(format!(
-                "read manifest.tool({server:?}, {:?}) in search for the exact argument types",
-                self.name
-            )),
-        )
     }
 
     /// What the model should know about this tool's metadata or about how

@@ -1,6 +1,8 @@
 //! A tool's `inputSchema` as the route step checks arguments against it,
 //! made safe to run on the host when the manifest is loaded rather than
-//! discovered per call.
+//! discovered per call. The edge provider compiles this file too (through
+//! `#[path]`), so a call's arguments are checked, and a mismatch worded,
+//! alike in both.
 //!
 //! The schema is the downstream server's, so it may be hostile or merely
 //! careless: a `pattern` with a backreference or nested quantifiers makes a
@@ -83,6 +85,48 @@ impl ArgsCheck {
             .as_ref()
             .map_err(String::as_str)
     }
+}
+
+impl ArgsCheck {
+    /// Why `args` do not match the schema, naming each offending field
+    /// and what is wrong with it (the first few; the rest counted), or
+    /// `None` when they match or the schema does not compile.
+    pub fn mismatch(&self, server: &str, tool: &str, args: &Value) -> Option<String> {
+        /// Problems listed in one message; the rest are counted.
+        const MAX_LISTED: usize = 5;
+        let validator = self.validator().ok()?;
+        let mut problems = Vec::new();
+        let mut more = 0usize;
+        for error in validator.iter_errors(args) {
+            if problems.len() < MAX_LISTED {
+                let path = error.instance_path().to_string();
+                let field = if path.is_empty() {
+                    "arguments".to_string()
+                } else {
+                    format!("field {}", path.trim_start_matches('/').replace('/', "."))
+                };
+                problems.push(format!("{field}: {error}"));
+            } else {
+                more += 1;
+            }
+        }
+        if problems.is_empty() {
+            return None;
+        }
+        let mut message = format!(
+            "arguments of {server}.{tool} do not match its input schema: {}",
+            problems.join("; ")
+        );
+        if more > 0 {
+            message.push_str(&format!(" (and {more} more)"));
+        }
+        Some(message)
+    }
+}
+
+/// What a script should do about a mismatch: read the exact types.
+pub fn suggestion(server: &str, tool: &str) -> String {
+    format!("read manifest.tool({server:?}, {tool:?}) in search for the exact argument types")
 }
 
 /// Why `pattern` cannot be checked on the host, if it cannot. jsonschema

@@ -20,7 +20,7 @@ pub const DIST_DIGEST: &str = "edge/dist/SOURCE_DIGEST";
 /// composed component: the edge crates and their lockfile, both WIT
 /// packages, the committed guest itself, and the host sources the provider
 /// and front compile (the filters crate, result conversion, did-you-mean,
-/// `forge.d.ts`).
+/// the input-schema check, `forge.d.ts`).
 const INPUTS: &[&str] = &[
     "edge/Cargo.toml",
     "edge/Cargo.lock",
@@ -33,6 +33,7 @@ const INPUTS: &[&str] = &[
     "host/forge.d.ts",
     "host/suggest.rs",
     "host/gateway/convert.rs",
+    "host/manifest/schema.rs",
     "host/filters/Cargo.toml",
     "host/filters/src",
     "host/filters/rules",

@@ -42,6 +42,11 @@ mod stash_kv;
 #[path = "../../../host/gateway/convert.rs"]
 #[allow(dead_code)]
 mod convert;
+/// The native gateway's argument check against a tool's input schema,
+/// compiled here unchanged.
+#[path = "../../../host/manifest/schema.rs"]
+#[allow(dead_code)]
+mod schema;
 /// The native gateway's did-you-mean, compiled here unchanged.
 #[path = "../../../host/suggest.rs"]
 #[allow(dead_code)]
@@ -121,9 +126,19 @@ impl tools::Guest for Provider {
                 }
             };
             if !r.config.manifest.is_empty() {
-                Catalog::new(&r.config.manifest)
+                let entry = Catalog::new(&r.config.manifest)
                     .tool(&server, &tool)
                     .map_err(Wit::from)?;
+                // As natively: arguments that do not match the tool's input
+                // schema never reach the server.
+                if let Some(schema) = entry.get("inputSchema").filter(|s| s.is_object())
+                    && let Some(message) =
+                        schema::ArgsCheck::new(schema).mismatch(&server, &tool, &args)
+                {
+                    return Err(ForgeError::new(ErrorCode::InvalidArguments, message)
+                        .suggest(schema::suggestion(&server, &tool))
+                        .into());
+                }
             }
             r.start(
                 &server,

@@ -6,6 +6,7 @@
 //! --http`.
 
 mod host;
+mod parity;
 mod stash;
 
 use std::time::{Duration, Instant};
