@@ -131,9 +131,14 @@ impl tools::Guest for Provider {
                     .map_err(Wit::from)?;
                 // As natively: arguments that do not match the tool's input
                 // schema never reach the server.
+                // The check is compiled once per tool and request, as the
+                // native manifest compiles it once per listing.
                 if let Some(schema) = entry.get("inputSchema").filter(|s| s.is_object())
-                    && let Some(message) =
-                        schema::ArgsCheck::new(schema).mismatch(&server, &tool, &args)
+                    && let Some(message) = r
+                        .checks
+                        .entry((server.clone(), tool.clone()))
+                        .or_insert_with(|| schema::ArgsCheck::new(schema))
+                        .mismatch(&server, &tool, &args)
                 {
                     return Err(ForgeError::new(ErrorCode::InvalidArguments, message)
                         .suggest(schema::suggestion(&server, &tool))

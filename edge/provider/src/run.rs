@@ -88,6 +88,8 @@ pub struct Run {
     ops: Vec<Op>,
     timers: Vec<(u32, u64)>,
     ready: VecDeque<Completion>,
+    /// Compiled argument checks, by server and tool.
+    pub checks: BTreeMap<(String, String), crate::schema::ArgsCheck>,
     /// The stash: in `wasi:keyvalue` under a sealed handle, or this
     /// request's own (`stash_kv.rs`).
     pub stash: Stash,
@@ -110,6 +112,7 @@ impl Run {
             ops: Vec::new(),
             timers: Vec::new(),
             ready: VecDeque::new(),
+            checks: BTreeMap::new(),
         }
     }
 

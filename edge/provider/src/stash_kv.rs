@@ -135,11 +135,8 @@ impl Stash {
         let cost = key.len() + json.len();
         if self.key.is_none() {
             self.local.retain(|_, (e, _)| *e > now);
-            let entries = self
-                .local
-                .iter()
-                .map(|(k, (e, v))| (k.clone(), (*e, k.len() + v.len())));
-            caps(entries.collect(), key, cost)?;
+            let costs = self.local.iter().map(|(k, (_, v))| (k, k.len() + v.len()));
+            caps(costs, key, cost)?;
             self.local.insert(key.to_string(), (expires, json));
             return Ok(());
         }
@@ -153,7 +150,7 @@ impl Stash {
         for k in &expired {
             index.remove(k);
         }
-        caps(index.clone(), key, cost)?;
+        caps(index.iter().map(|(k, (_, c))| (k, *c)), key, cost)?;
         let value = format!("{expires}\n{json}");
         bucket
             .set(&format!("qfs/{id}/{key}"), value.as_bytes())
@@ -260,10 +257,22 @@ impl Stash {
 }
 
 /// Fails when adding `key` at `cost` bytes would pass a cap of a stash
-/// holding `entries` (live ones only).
-fn caps(mut entries: Index, key: &str, cost: usize) -> Result<(), Wit> {
-    let replaced = entries.remove(key).is_some();
-    if !replaced && entries.len() >= MAX_KEYS {
+/// whose live entries cost `costs` (key → bytes).
+fn caps<'a>(
+    costs: impl Iterator<Item = (&'a String, usize)>,
+    key: &str,
+    cost: usize,
+) -> Result<(), Wit> {
+    let (mut others, mut total, mut replaced) = (0usize, cost, false);
+    for (k, c) in costs {
+        if k == key {
+            replaced = true;
+        } else {
+            others += 1;
+            total += c;
+        }
+    }
+    if !replaced && others >= MAX_KEYS {
         return Err(ForgeError::new(
             ErrorCode::StashFull,
             format!("the stash holds {MAX_KEYS} keys, its limit"),
@@ -271,7 +280,6 @@ fn caps(mut entries: Index, key: &str, cost: usize) -> Result<(), Wit> {
         .suggest("delete keys you no longer need with forge.stash.delete")
         .into());
     }
-    let total: usize = entries.values().map(|(_, c)| c).sum::<usize>() + cost;
     if total > MAX_TOTAL {
         return Err(ForgeError::new(
             ErrorCode::StashFull,

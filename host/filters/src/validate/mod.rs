@@ -102,8 +102,8 @@ pub struct Rejection {
 /// on small stacks such as async runtime workers are safe. This call blocks
 /// until the verdict.
 pub fn validate(code: &str, limits: &ValidatorLimits) -> Result<(), Rejection> {
-    if fits_any_stack(code) {
-        return threads::verdict(code, limits);
+    if let Some(deepest) = fits_any_stack(code) {
+        return threads::verdict(code, limits, Some(deepest));
     }
     threads::validate(code, limits)
 }
@@ -111,8 +111,8 @@ pub fn validate(code: &str, limits: &ValidatorLimits) -> Result<(), Rejection> {
 /// [`validate`] for async callers: waits for the verdict without blocking
 /// a runtime thread for long.
 pub async fn validate_async(code: String, limits: ValidatorLimits) -> Result<(), Rejection> {
-    if fits_any_stack(&code) {
-        return threads::verdict(&code, &limits);
+    if let Some(deepest) = fits_any_stack(&code) {
+        return threads::verdict(&code, &limits, Some(deepest));
     }
     threads::validate_async(code, limits).await
 }
@@ -129,15 +129,20 @@ const INLINE_MAX_BYTES: usize = 8 * 1024;
 /// 2 MiB stack; real scripts nest 5 to 20 levels.
 const INLINE_MAX_DEPTH: usize = 64;
 
-/// Whether `code` is small and shallow enough to validate on any thread's
-/// stack, without the hand-off to a validator thread. The hand-off is two
+/// The pre-scan's deepest estimate when `code` is small and shallow enough
+/// to validate on any thread's stack, without the hand-off to a validator
+/// thread (the estimate is passed on, so the pre-scan runs once). The hand-off is two
 /// thread wake-ups, which on a virtual machine with idle cores cost more
 /// than validating a short script (a trivial `execute` went from 229 to
 /// 322 µs when the validator threads stopped spinning, measured with a raw
 /// stdio client).
-fn fits_any_stack(code: &str) -> bool {
-    code.len() <= INLINE_MAX_BYTES
-        && prescan::prescan(code).is_ok_and(|deepest| deepest <= INLINE_MAX_DEPTH)
+fn fits_any_stack(code: &str) -> Option<usize> {
+    if code.len() > INLINE_MAX_BYTES {
+        return None;
+    }
+    prescan::prescan(code)
+        .ok()
+        .filter(|deepest| *deepest <= INLINE_MAX_DEPTH)
 }
 
 /// The verdict on a script whose analysis panicked.
@@ -151,10 +156,15 @@ fn unanalysable(code: &str) -> Rejection {
 }
 
 /// The whole check, on the current thread (which must have the stack
-/// [`threads`] gives it).
-fn validate_here(code: &str, limits: &ValidatorLimits) -> Result<(), Rejection> {
+/// [`threads`] gives it, unless [`fits_any_stack`] said otherwise, whose
+/// pre-scan estimate `prescanned` then is).
+fn validate_here(
+    code: &str,
+    limits: &ValidatorLimits,
+    prescanned: Option<usize>,
+) -> Result<(), Rejection> {
     let max_depth = limits.max_depth.clamp(1, shape::PHYSICAL_LIMIT);
-    if let Err(at) = prescan::prescan(code) {
+    if let Err(at) = prescanned.map_or_else(|| prescan::prescan(code), Ok) {
         let at = u32::try_from(at).unwrap_or(u32::MAX);
         return Err(messages::too_deep(
             code,

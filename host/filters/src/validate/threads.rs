@@ -97,10 +97,13 @@ impl Queue {
 }
 
 /// The verdict, with a panic of the analysis answered as
-/// [`super::unanalysable`], on the current thread.
-pub(super) fn verdict(code: &str, limits: &ValidatorLimits) -> Verdict {
-    std::panic::catch_unwind(AssertUnwindSafe(|| super::validate_here(code, limits)))
-        .unwrap_or_else(|_| Err(super::unanalysable(code)))
+/// [`super::unanalysable`], on the current thread; `prescanned` is the
+/// pre-scan's estimate when the caller already has it.
+pub(super) fn verdict(code: &str, limits: &ValidatorLimits, prescanned: Option<usize>) -> Verdict {
+    std::panic::catch_unwind(AssertUnwindSafe(|| {
+        super::validate_here(code, limits, prescanned)
+    }))
+    .unwrap_or_else(|_| Err(super::unanalysable(code)))
 }
 
 /// Validates on a validator thread, blocking until the verdict.
@@ -111,7 +114,7 @@ pub(super) fn validate(code: &str, limits: &ValidatorLimits) -> Verdict {
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     let (owned, limits) = (code.to_owned(), limits.clone());
     queue.push(Box::new(move || {
-        let _ = tx.send(verdict(&owned, &limits));
+        let _ = tx.send(verdict(&owned, &limits, None));
     }));
     rx.recv().unwrap_or_else(|_| Err(super::unanalysable(code)))
 }
@@ -128,7 +131,7 @@ pub(super) async fn validate_async(code: String, limits: ValidatorLimits) -> Ver
         // A caller that stopped waiting (its request cancelled, its client
         // gone) is not worth the work.
         if !tx.is_closed() {
-            let _ = tx.send(verdict(&code, &limits));
+            let _ = tx.send(verdict(&code, &limits, None));
         }
     }));
     rx.await.unwrap_or_else(|_| Err(super::unanalysable("")))
@@ -142,12 +145,12 @@ fn on_own_thread(code: &str, limits: &ValidatorLimits) -> Verdict {
         let spawned = std::thread::Builder::new()
             .name("quickforge-validate".into())
             .stack_size(STACK_BYTES)
-            .spawn_scoped(scope, || verdict(code, limits));
+            .spawn_scoped(scope, || verdict(code, limits, None));
         match spawned {
             Ok(handle) => handle
                 .join()
                 .unwrap_or_else(|_| Err(super::unanalysable(code))),
-            Err(_) => verdict(code, limits),
+            Err(_) => verdict(code, limits, None),
         }
     })
 }
@@ -196,14 +199,14 @@ mod tests {
         // The deepest bracket nesting that still fits (the estimate also
         // counts the arrow's pending body).
         let depth = (2..super::super::INLINE_MAX_DEPTH * 2)
-            .take_while(|d| super::super::fits_any_stack(&at_bound(*d)))
+            .take_while(|d| super::super::fits_any_stack(&at_bound(*d)).is_some())
             .last()
             .expect("shallow scripts fit");
         assert!(depth + 2 >= super::super::INLINE_MAX_DEPTH, "{depth}");
-        assert!(!super::super::fits_any_stack(&at_bound(depth + 1)));
+        assert!(super::super::fits_any_stack(&at_bound(depth + 1)).is_none());
         let shallow = at_bound(depth);
         let long = format!("async () => {{ let a; {}}}", "a = 1; ".repeat(2 * 1024));
-        assert!(!super::super::fits_any_stack(&long));
+        assert!(super::super::fits_any_stack(&long).is_none());
         let verdict = std::thread::Builder::new()
             .stack_size(256 * 1024)
             .spawn(move || super::super::validate(&shallow, &ValidatorLimits::default()))
