@@ -54,7 +54,7 @@ mod server;
 mod session;
 mod state;
 mod stdio;
-mod suggest;
+use quickforge_catalog::suggest;
 mod tasks;
 mod tokens;
 

@@ -51,6 +51,10 @@ pub(super) async fn manifest(
                     "error": match &s.status { crate::manifest::ServerStatus::Unavailable(e) => Some(e), _ => None },
                     "tools": s.tools.iter().map(|t| t.describe(&s.name)).collect::<Vec<_>>(),
                     "resources": s.resources,
+                    "templates": s.templates,
+                    // The tools its policy refuses, with why: the edge
+                    // answers calls to them POLICY_DENIED, as here.
+                    "denied": s.denied,
                 })
             })
             .collect();

@@ -86,7 +86,7 @@ impl Servers for Router {
                 let args = Value::Object(args);
                 let entry = match self.manifest.lookup_tool(server, tool)? {
                     Lookup::Found(entry, t) => {
-                        t.validate(server, &args)?;
+                        crate::manifest::validate(t, server, &args)?;
                         entry
                     }
                     Lookup::Denied(why) => return Ok(Route::Denied(why.to_string())),

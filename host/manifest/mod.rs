@@ -9,9 +9,10 @@
 pub mod direct;
 pub mod listing;
 pub use quickforge_filters::sanitize;
-mod schema;
 mod search;
-mod typescript;
+
+pub use quickforge_catalog::tool::ToolEntry;
+pub use quickforge_catalog::{MAX_LISTED_RESOURCES, SUMMARY_CHARS, schema, summary};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,17 +24,6 @@ use crate::error::{ErrorCode, ForgeError};
 use crate::suggest;
 
 pub use search::{Query, search};
-pub use typescript::render_signature;
-
-/// Longest one-line description in `manifest.search` results and
-/// `manifest.servers`, in characters: enough to tell tools apart, short enough
-/// that 20 results stay a few hundred tokens.
-pub const SUMMARY_CHARS: usize = 160;
-
-/// Most resources listed per server in `manifest.servers`; the rest are
-/// counted in `resourcesCut`. Servers with thousands of resources (a file
-/// tree) would otherwise make one property read cost a context's worth.
-pub const MAX_LISTED_RESOURCES: usize = 50;
 
 /// Whether a server can take calls now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -58,152 +48,13 @@ impl ServerStatus {
     }
 }
 
-/// One tool of one server, as listed by `tools/list`.
-#[derive(Debug)]
-pub struct ToolEntry {
-    /// Its name on the server.
-    pub name: String,
-    /// Its human title, if the server gave one.
-    pub title: Option<String>,
-    /// What it does.
-    pub description: String,
-    /// The JSON Schema of its arguments (an object schema).
-    pub input_schema: Value,
-    /// The JSON Schema of its `structuredContent`, if declared.
-    pub output_schema: Option<Value>,
-    /// MCP tool annotations (`readOnlyHint`, `destructiveHint`, ...).
-    pub annotations: Option<Value>,
-    /// What cleaning removed or changed in its metadata (see
-    /// [`sanitize`]): instruction-like text, hidden characters, over-long
-    /// text, schema parts. Shown to the model as a `warning`.
-    pub found: sanitize::Findings,
-    /// The argument check: the input schema with what the host will not
-    /// run left out, compiled on first use (see [`schema`]).
-    check: schema::ArgsCheck,
-    /// Its words, for `manifest.search`.
-    words: search::ToolWords,
-}
-
-impl ToolEntry {
-    /// The tool as a `tools/list` entry under `name`: its description,
-    /// schemas and annotations (what a flat gateway would list, and what a
-    /// direct tool is listed with).
-    pub fn listed_as(&self, name: &str) -> Value {
-        let mut v = json!({
-            "name": name,
-            "description": self.description,
-            "inputSchema": self.input_schema,
-        });
-        if let Some(o) = &self.output_schema {
-            v["outputSchema"] = o.clone();
-        }
-        if let Some(a) = &self.annotations {
-            v["annotations"] = a.clone();
-        }
-        v
-    }
-
-    /// A tool from its `tools/list` JSON (`name`, `description`,
-    /// `inputSchema`, ...), its text cleaned (see [`sanitize`]). `None`
-    /// when it has no name, or a name that is not a plain identifier.
-    pub fn from_json(tool: &Value) -> Option<ToolEntry> {
-        let name = tool.get("name")?.as_str()?;
-        if !sanitize::valid_tool_name(name) {
-            return None;
-        }
-        let mut found = sanitize::Findings::default();
-        let mut clean = |t: &str, max: usize| {
-            let c = sanitize::clean_text(t, max);
-            found |= c.found;
-            c.text
-        };
-        let str_at = |pointer: &str| tool.pointer(pointer).and_then(Value::as_str);
-        let title = str_at("/title")
-            .or_else(|| str_at("/annotations/title"))
-            .map(|t| clean(t, sanitize::MAX_SHORT_TEXT));
-        let description = str_at("/description")
-            .map(|d| clean(d, sanitize::MAX_DESCRIPTION))
-            .unwrap_or_default();
-        let mut schema = |k: &str| {
-            tool.get(k).filter(|s| s.is_object()).cloned().map(|mut s| {
-                found |= sanitize::clean_schema(&mut s);
-                s
-            })
-        };
-        let input_schema = schema("inputSchema").unwrap_or_else(|| json!({"type": "object"}));
-        let output_schema = schema("outputSchema");
-        let annotations = schema("annotations");
-        let check = schema::ArgsCheck::new(&input_schema);
-        Some(ToolEntry {
-            name: name.to_string(),
-            title,
-            description,
-            input_schema,
-            output_schema,
-            annotations,
-            found,
-            check,
-            words: Default::default(),
-        })
-    }
-
-    /// The category: the part of the name before its first `.`, if any.
-    pub fn category(&self) -> Option<&str> {
-        self.name
-            .split_once('.')
-            .map(|(c, _)| c)
-            .filter(|c| !c.is_empty())
-    }
-
-    /// Checks `args` against the input schema. The error names each
-    /// offending field and what is wrong with it.
-    pub fn validate(&self, server: &str, args: &Value) -> Result<(), ForgeError> {
-        match self.check.mismatch(server, &self.name, args) {
-            None => Ok(()),
-            Some(message) => Err(ForgeError::new(ErrorCode::InvalidArguments, message)
-                .suggest(schema::suggestion(server, &self.name))),
-        }
-    }
-
-    /// What the model should know about this tool's metadata or about how
-    /// quickforge checks its arguments, one sentence each.
-    pub fn warnings(&self) -> Vec<String> {
-        let mut out: Vec<String> = self.found.warning().into_iter().collect();
-        out.extend(self.check.warnings().iter().cloned());
-        out
-    }
-
-    /// The JSON `manifest.tool` returns.
-    pub fn describe(&self, server: &str) -> Value {
-        let mut out = Map::new();
-        out.insert("server".into(), server.into());
-        out.insert("name".into(), self.name.clone().into());
-        if let Some(title) = &self.title {
-            out.insert("title".into(), title.clone().into());
-        }
-        out.insert("description".into(), self.description.clone().into());
-        let warnings = self.warnings();
-        if !warnings.is_empty() {
-            out.insert("warning".into(), warnings.join("; ").into());
-        }
-        out.insert("inputSchema".into(), self.input_schema.clone());
-        if let Some(schema) = &self.output_schema {
-            out.insert("outputSchema".into(), schema.clone());
-        }
-        if let Some(annotations) = &self.annotations {
-            out.insert("annotations".into(), annotations.clone());
-        }
-        out.insert(
-            "signature".into(),
-            render_signature(
-                server,
-                &self.name,
-                &self.input_schema,
-                self.output_schema.as_ref(),
-            )
-            .into(),
-        );
-        Value::Object(out)
+/// Checks `args` against `tool`'s input schema: `INVALID_ARGUMENTS`
+/// naming each offending field and what is wrong with it.
+pub fn validate(tool: &ToolEntry, server: &str, args: &Value) -> Result<(), ForgeError> {
+    match tool.mismatch(server, args) {
+        None => Ok(()),
+        Some(message) => Err(ForgeError::new(ErrorCode::InvalidArguments, message)
+            .suggest(schema::suggestion(server, &tool.name))),
     }
 }
 
@@ -292,32 +143,13 @@ impl ServerEntry {
             .map(|i| &self.tools[i])
     }
 
-    /// Its tools by category, in Forgemax's shape: an object keyed by
-    /// category (the part of a tool's name before its first `.`; tools
-    /// without one are in `general`), each `{name, description, tools}`,
-    /// each tool `{name, description, input_schema}` with its name inside
-    /// the category (`issues.create` is `create` in `issues`).
+    /// Its tools by category, in Forgemax's shape
+    /// ([`quickforge_catalog::categories_json`]).
     pub fn categories_json(&self) -> Value {
-        let mut cats: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
-        for t in &self.tools {
-            let (cat, name) = match t.category() {
-                Some(cat) => (cat, &t.name[cat.len() + 1..]),
-                None => (GENERAL_CATEGORY, t.name.as_str()),
-            };
-            cats.entry(cat).or_default().push(json!({
-                "name": name,
-                "description": t.description,
-                "input_schema": t.input_schema,
-            }));
-        }
-        Value::Object(
-            cats.into_iter()
-                .map(|(cat, tools)| {
-                    let entry =
-                        json!({"name": cat, "description": format!("{cat} tools"), "tools": tools});
-                    (cat.to_string(), entry)
-                })
-                .collect(),
+        quickforge_catalog::categories_json(
+            self.tools
+                .iter()
+                .map(|t| (t.name.as_str(), t.description.as_str(), &t.input_schema)),
         )
     }
 
@@ -498,23 +330,6 @@ impl Manifest {
     }
 }
 
-/// Forgemax's category of the tools whose names have no `.`.
-pub const GENERAL_CATEGORY: &str = "general";
-
-/// The first line of `text`, at most `max` characters, cut at a word.
-pub fn summary(text: &str, max: usize) -> String {
-    let line = text.trim().lines().next().unwrap_or("").trim();
-    if line.chars().count() <= max {
-        return line.to_string();
-    }
-    let cut: String = line.chars().take(max).collect();
-    let cut = match cut.rfind(' ') {
-        Some(i) if i > max / 2 => &cut[..i],
-        _ => &cut,
-    };
-    format!("{}…", cut.trim_end_matches([',', ';', ':', ' ']))
-}
-
 /// Read-only access to the manifest of downstream servers and tools, as
 /// `manifest.*` reads it. The gateway's [`Snapshot`] implements it; tests
 /// implement it in-process.
@@ -615,11 +430,8 @@ mod tests {
         let Ok(Lookup::Found(_, t)) = m.lookup_tool("github", "issues.create") else {
             panic!("issues.create is in the sample")
         };
-        assert!(
-            t.validate("github", &json!({"repo": "a", "title": "b"}))
-                .is_ok()
-        );
-        let e = t.validate("github", &json!({"repo": 5})).unwrap_err();
+        assert!(validate(t, "github", &json!({"repo": "a", "title": "b"})).is_ok());
+        let e = validate(t, "github", &json!({"repo": 5})).unwrap_err();
         assert_eq!(e.code, "INVALID_ARGUMENTS");
         assert!(e.message.contains("field repo"), "{}", e.message);
         assert!(e.message.contains("title"), "{}", e.message);

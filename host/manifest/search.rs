@@ -1,5 +1,6 @@
-//! `manifest.search(query)`: rank tools by how well their names and
-//! descriptions match a free-text query.
+//! `manifest.search(query)` over the native manifest: the ranking is
+//! `quickforge_catalog::search`, shared with the edge; this is the query's
+//! error as the host words it and the view of the manifest it ranks.
 //!
 //! Terms are matched against the tool name's words first (`list_issues` →
 //! `list`, `issues`), then the server name, then the title and description.
@@ -7,109 +8,31 @@
 //! "create issue" puts `issues.create` above `issues.list`. A near-miss in a
 //! name (`isues`) still counts, for less. An empty query lists every tool.
 
-use std::sync::OnceLock;
+use serde_json::Value;
 
-use serde_json::{Value, json};
+use quickforge_catalog::search::{Candidate, QueryError};
 
-use super::{Manifest, SUMMARY_CHARS, ToolEntry, summary};
+use super::Manifest;
 use crate::error::{ErrorCode, ForgeError};
-
-/// Most results one search returns: more than any model reads, and a bound
-/// on the JSON one `manifest.search` can make the host build.
-pub const MAX_SEARCH_LIMIT: usize = 1000;
-
-/// Longest query, in bytes. A search is a few words; 1 KiB is a paragraph.
-/// The bound keeps a search's work proportional to the manifest, not to
-/// what a script passes (a megabyte query once ranked for 38 s).
-pub const MAX_QUERY_BYTES: usize = 1024;
-
-/// Most distinct words of a query that are ranked (stop words and repeats
-/// do not count). Each is compared with every word of every tool, so this
-/// bounds the work per tool; 32 is far more than any query needs.
-pub const MAX_QUERY_TERMS: usize = 32;
-
-/// Words too common to tell tools apart.
-const STOP_WORDS: &[&str] = &[
-    "a", "an", "the", "to", "of", "and", "or", "in", "on", "for", "with", "by", "from", "tool",
-    "tools",
-];
 
 /// A query, checked against the bounds and split into the words it ranks.
 #[derive(Debug, Clone)]
-pub struct Query {
-    text: String,
-    terms: Vec<String>,
-}
+pub struct Query(quickforge_catalog::search::Query);
 
 impl Query {
-    /// `text` as a query, or `INVALID_ARGUMENT` when it is over
-    /// [`MAX_QUERY_BYTES`] or has more than [`MAX_QUERY_TERMS`] words.
+    /// `text` as a query, or `INVALID_ARGUMENT` when it is over the bounds
+    /// of `quickforge_catalog::search` (bytes, distinct words).
     pub fn parse(text: &str) -> Result<Query, ForgeError> {
-        let too_big = |what: String| {
-            ForgeError::new(
-                ErrorCode::InvalidArgument,
-                format!("manifest.search query {what}"),
-            )
-            .suggest("search with a few words, e.g. manifest.search(\"create issue\")")
-        };
-        if text.len() > MAX_QUERY_BYTES {
-            return Err(too_big(format!(
-                "is {} bytes, over the {MAX_QUERY_BYTES}-byte limit",
-                text.len()
-            )));
-        }
-        let mut terms: Vec<String> = Vec::new();
-        for w in words(text) {
-            if !STOP_WORDS.contains(&w.as_str()) && !terms.contains(&w) {
-                terms.push(w);
-            }
-        }
-        if terms.len() > MAX_QUERY_TERMS {
-            return Err(too_big(format!(
-                "has {} distinct words, over the limit of {MAX_QUERY_TERMS}",
-                terms.len()
-            )));
-        }
-        Ok(Query {
-            text: text.to_string(),
-            terms,
-        })
+        quickforge_catalog::search::Query::parse(text)
+            .map(Query)
+            .map_err(|QueryError(message)| {
+                ForgeError::new(ErrorCode::InvalidArgument, message).suggest(QueryError::SUGGESTION)
+            })
     }
 
     /// The query as the script wrote it.
     pub fn text(&self) -> &str {
-        &self.text
-    }
-}
-
-/// A tool's words, split once per manifest rather than once per search.
-#[derive(Debug, Default)]
-pub struct ToolWords(OnceLock<Words>);
-
-#[derive(Debug)]
-struct Words {
-    name: Vec<String>,
-    folded_name: String,
-    /// Words of the title and description, sorted, without repeats.
-    text: Vec<String>,
-}
-
-impl ToolWords {
-    fn get(&self, tool: &ToolEntry) -> &Words {
-        self.0.get_or_init(|| {
-            let name = words(&tool.name);
-            let mut text = words(&tool.description);
-            if let Some(title) = &tool.title {
-                text.extend(words(title));
-            }
-            text.sort_unstable();
-            text.dedup();
-            Words {
-                folded_name: name.concat(),
-                name,
-                text,
-            }
-        })
+        self.0.text()
     }
 }
 
@@ -121,132 +44,22 @@ pub fn search(
     limit: usize,
     visible: &dyn Fn(&str) -> bool,
 ) -> Value {
-    let limit = limit.clamp(1, MAX_SEARCH_LIMIT);
-    let terms = &query.terms;
-    let folded_query: String = terms.concat();
-    let mut hits: Vec<(f64, &str, &str, &str)> = Vec::new();
-    for server in manifest.servers().filter(|s| visible(&s.name)) {
-        let server_words = words(&server.name);
-        for tool in &server.tools {
-            let score = if terms.is_empty() {
-                1.0
-            } else {
-                score(terms, &folded_query, &server_words, tool.words.get(tool))
-            };
-            if score > 0.0 {
-                hits.push((score, &server.name, &tool.name, &tool.description));
-            }
-        }
-    }
-    hits.sort_by(|a, b| {
-        b.0.total_cmp(&a.0)
-            .then_with(|| (a.1, a.2).cmp(&(b.1, b.2)))
+    let servers = manifest.servers().filter(|s| visible(&s.name)).map(|s| {
+        let tools = s.tools.iter().map(|t| Candidate {
+            name: &t.name,
+            description: &t.description,
+            words: t.words(),
+        });
+        (s.name.as_str(), tools)
     });
-    Value::Array(
-        hits.into_iter()
-            .take(limit)
-            .map(|(_, server, tool, description)| {
-                json!({"server": server, "tool": tool, "description": summary(description, SUMMARY_CHARS)})
-            })
-            .collect(),
-    )
-}
-
-fn score(terms: &[String], folded_query: &str, server_words: &[String], tool: &Words) -> f64 {
-    let name_words = &tool.name;
-    let text_words = &tool.text;
-    let mut total = 0.0;
-    let mut matched = 0usize;
-    for term in terms {
-        let root = stem(term);
-        let in_name = if name_words.iter().any(|w| w == term || stem(w) == root) {
-            10.0
-        } else if term.len() >= 3
-            && name_words
-                .iter()
-                .any(|w| w.starts_with(root) || w.contains(term.as_str()))
-        {
-            6.0
-        } else if term.len() >= 4
-            && name_words
-                .iter()
-                .any(|w| strsim::jaro_winkler(w, term) >= 0.88)
-        {
-            4.0
-        } else {
-            0.0
-        };
-        let in_server = if server_words.iter().any(|w| w == term) {
-            4.0
-        } else {
-            0.0
-        };
-        let in_text = if text_words.iter().any(|w| w == term || stem(w) == root) {
-            3.0
-        } else if term.len() >= 4 && text_words.iter().any(|w| w.starts_with(root)) {
-            1.5
-        } else {
-            0.0
-        };
-        let best =
-            f64::max(in_name, f64::max(in_server, in_text)) + 0.1 * (in_name + in_server + in_text);
-        if best > 0.0 {
-            matched += 1;
-            total += best;
-        }
-    }
-    if matched == 0 {
-        return 0.0;
-    }
-    if tool.folded_name == folded_query {
-        total += 20.0;
-    }
-    let coverage = matched as f64 / terms.len() as f64;
-    total * coverage * coverage
-}
-
-/// A crude English stem: enough that "issue" finds "issues" and "listing"
-/// finds "list".
-fn stem(word: &str) -> &str {
-    for suffix in ["ing", "es", "s", "ed"] {
-        if word.len() > suffix.len() + 2
-            && let Some(s) = word.strip_suffix(suffix)
-        {
-            return s;
-        }
-    }
-    word
-}
-
-/// Lowercase words of `text`, split at non-alphanumerics and camelCase humps.
-fn words(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut prev_lower = false;
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            if c.is_uppercase() && prev_lower && !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-            prev_lower = c.is_lowercase() || c.is_ascii_digit();
-            cur.extend(c.to_lowercase());
-        } else {
-            prev_lower = false;
-            if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-        }
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
+    quickforge_catalog::search::search(&query.0, limit, servers)
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::tests::sample;
     use super::*;
+    use quickforge_catalog::search::{MAX_QUERY_BYTES, MAX_QUERY_TERMS};
 
     fn tools(v: &Value) -> Vec<String> {
         v.as_array()
@@ -291,13 +104,6 @@ mod tests {
     }
 
     #[test]
-    fn words_split_names() {
-        assert_eq!(words("listIssues"), ["list", "issues"]);
-        assert_eq!(words("search_code.v2"), ["search", "code", "v2"]);
-        assert_eq!(words("HTTPRequest"), ["httprequest"]);
-    }
-
-    #[test]
     fn ranks_full_matches_first() {
         let m = sample();
         let hits = tools(&search(&m, "create an issue", 10));
@@ -307,24 +113,5 @@ mod tests {
             !hits.contains(&"github/search_code".to_string()),
             "{hits:?}"
         );
-    }
-
-    #[test]
-    fn finds_by_description_server_and_typos() {
-        let m = sample();
-        assert_eq!(
-            tools(&search(&m, "knowledge graph", 5)),
-            ["memory/create_entities"]
-        );
-        assert_eq!(tools(&search(&m, "memory", 5)), ["memory/create_entities"]);
-        assert_eq!(tools(&search(&m, "isues", 5))[0], "github/issues.create");
-    }
-
-    #[test]
-    fn empty_query_lists_everything_within_limit() {
-        let m = sample();
-        assert_eq!(tools(&search(&m, "", 100)).len(), 4);
-        assert_eq!(tools(&search(&m, "  ", 2)).len(), 2);
-        assert_eq!(search(&m, "zzzz", 5), json!([]));
     }
 }

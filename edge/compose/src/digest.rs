@@ -19,8 +19,8 @@ pub const DIST_DIGEST: &str = "edge/dist/SOURCE_DIGEST";
 /// Files and directories (relative to the root) whose content decides the
 /// composed component: the edge crates and their lockfile, both WIT
 /// packages, the committed guest itself, and the host sources the provider
-/// and front compile (the filters crate, result conversion, did-you-mean,
-/// the input-schema check, `forge.d.ts`).
+/// and front compile (the filters and catalog crates, result conversion,
+/// `forge.d.ts`).
 const INPUTS: &[&str] = &[
     "edge/Cargo.toml",
     "edge/Cargo.lock",
@@ -31,9 +31,9 @@ const INPUTS: &[&str] = &[
     "wit/edge",
     "guest/dist/quickforge_guest.wasm",
     "host/forge.d.ts",
-    "host/suggest.rs",
     "host/gateway/convert.rs",
-    "host/manifest/schema.rs",
+    "host/catalog/Cargo.toml",
+    "host/catalog/src",
     "host/filters/Cargo.toml",
     "host/filters/src",
     "host/filters/rules",

@@ -1,29 +1,23 @@
 //! The manifest at the edge: the snapshot `quickforge manifest --json`
-//! printed at deploy time, answered as the native `manifest.*` answers.
-//!
-//! The ranking of `search` is a simpler one than `host/manifest/search.rs`
-//! (which is bound to the native manifest's types, in the lead's area): a
-//! tool scores per query word found in its name (10), its server's name (5)
-//! or its description (1). Moving the native ranking into a crate both
-//! compile is the better end state (see the edge's README section).
+//! printed at deploy time (or its refresh, `refresh.rs`), answered as the
+//! native `manifest.*` answers: the same ranking, summaries, categories and
+//! did-you-mean, compiled from `quickforge-catalog`, the crate the native
+//! manifest uses.
 
+use quickforge_catalog::search::{Candidate, Query, QueryError, ToolWords};
+use quickforge_catalog::{MAX_LISTED_RESOURCES, SUMMARY_CHARS, suggest, summary};
 use serde_json::{Map, Value, json};
 
 use crate::error::{ErrorCode, ForgeError};
-use crate::suggest;
-
-/// Longest query, bytes: the native `MAX_QUERY_BYTES`.
-const MAX_QUERY_BYTES: usize = 1024;
-/// Most query words ranked: the native `MAX_QUERY_TERMS`.
-const MAX_QUERY_TERMS: usize = 32;
-/// Most hits returned: the native `MAX_SEARCH_LIMIT`.
-const MAX_SEARCH_LIMIT: usize = 1000;
-/// Description characters a search hit or server entry shows.
-const SUMMARY_CHARS: usize = 200;
 
 /// The snapshot, by server.
 pub struct Catalog<'a> {
     servers: &'a [Value],
+}
+
+/// The string at `key` of `v`, or `""`.
+fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
 impl<'a> Catalog<'a> {
@@ -46,69 +40,152 @@ impl<'a> Catalog<'a> {
             .unwrap_or_default()
     }
 
+    fn find(&self, name: &str) -> Option<&'a Value> {
+        self.servers.iter().find(|s| text(s, "name") == name)
+    }
+
+    fn has_tool(&self, server: &str, tool: &str) -> bool {
+        self.find(server)
+            .is_some_and(|s| Self::tools(s).iter().any(|t| text(t, "name") == tool))
+    }
+
     /// The snapshot's entry for `name`, or `SERVER_NOT_FOUND` with a
     /// did-you-mean, as the native `require_server`.
     pub fn server(&self, name: &str) -> Result<&'a Value, ForgeError> {
-        self.servers
-            .iter()
-            .find(|s| s.get("name").and_then(Value::as_str) == Some(name))
-            .ok_or_else(|| {
-                let found = suggest::suggestions(name, self.names());
-                let err = ForgeError::new(
-                    ErrorCode::ServerNotFound,
-                    format!("no downstream server is named {name:?}"),
-                );
-                match suggest::sentence(&found).or_else(|| suggest::listing(self.names())) {
-                    Some(s) => err.suggest(s),
-                    None => err.suggest(
-                        "read manifest.servers (in search) for the configured server names",
-                    ),
+        self.find(name).ok_or_else(|| {
+            let found = suggest::suggestions(name, self.names());
+            let err = ForgeError::new(
+                ErrorCode::ServerNotFound,
+                format!("no downstream server is named {name:?}"),
+            );
+            match suggest::sentence(&found).or_else(|| suggest::listing(self.names())) {
+                Some(s) => err.suggest(s),
+                None => {
+                    err.suggest("read manifest.servers (in search) for the configured server names")
                 }
-            })
+            }
+        })
     }
 
-    /// The tool's description object, or `SERVER_NOT_FOUND`/`TOOL_NOT_FOUND`
-    /// with a did-you-mean.
+    /// The tool's description object (`manifest.tool`), or, as the native
+    /// `lookup_tool`: `SERVER_NOT_FOUND` (suggesting the call that was meant
+    /// when the names are `server.tool` or swapped), `POLICY_DENIED` for a
+    /// tool the deploy-time policy refused, `TOOL_NOT_FOUND` with a
+    /// did-you-mean.
     pub fn tool(&self, server: &str, tool: &str) -> Result<&'a Value, ForgeError> {
+        if self.find(server).is_none() {
+            let meant = match server.split_once('.') {
+                Some((s, t)) if self.has_tool(s, t) => Some((s, t)),
+                _ if self.has_tool(tool, server) => Some((tool, server)),
+                _ => None,
+            };
+            if let Some((s, t)) = meant {
+                return Err(ForgeError::new(
+                    ErrorCode::ServerNotFound,
+                    format!("no downstream server is named {server:?}"),
+                )
+                .suggest(format!("did you mean forge.callTool({s:?}, {t:?}, args)?")));
+            }
+        }
         let entry = self.server(server)?;
         let tools = Self::tools(entry);
-        tools
-            .iter()
-            .find(|t| t.get("name").and_then(Value::as_str) == Some(tool))
-            .ok_or_else(|| {
-                let names = tools
-                    .iter()
-                    .filter_map(|t| t.get("name").and_then(Value::as_str));
-                let found = suggest::suggestions(tool, names);
-                let suggestion = suggest::sentence(&found).unwrap_or_else(|| {
-                    format!("use manifest.search(...) in search to find tools of {server:?}")
-                });
-                ForgeError::new(
-                    ErrorCode::ToolNotFound,
-                    format!("server {server:?} has no tool named {tool:?}"),
-                )
-                .suggest(suggestion)
-            })
+        if let Some(t) = tools.iter().find(|t| text(t, "name") == tool) {
+            return Ok(t);
+        }
+        if let Some(why) = entry.pointer("/denied").and_then(|d| d.get(tool)) {
+            return Err(ForgeError::new(
+                ErrorCode::PolicyDenied,
+                format!(
+                    "calling {server}.{tool} is not allowed: {}",
+                    why.as_str().unwrap_or("")
+                ),
+            )
+            .suggest("the gateway's configuration refuses this tool; do the task another way or ask the user to allow it"));
+        }
+        let found = suggest::suggestions(tool, tools.iter().map(|t| text(t, "name")));
+        let suggestion = suggest::sentence(&found).unwrap_or_else(|| {
+            format!("use manifest.search(...) in search to find tools of {server:?}")
+        });
+        let message = match text(entry, "status") {
+            "ready" | "" => format!("server {server:?} has no tool named {tool:?}"),
+            status => format!(
+                "server {server:?} has no tool named {tool:?} (the server is {status}, so its tool list may be incomplete)"
+            ),
+        };
+        Err(ForgeError::new(ErrorCode::ToolNotFound, message).suggest(suggestion))
     }
 
-    /// `manifest.servers`.
+    /// `manifest.servers`, in the native `Manifest::servers_json` shape and
+    /// key order.
     pub fn servers_json(&self) -> Value {
-        Value::Array(
-            self.servers
+        let listed = |items: &[Value], shape: &dyn Fn(&Value) -> Value| -> Value {
+            items
                 .iter()
+                .take(MAX_LISTED_RESOURCES)
+                .map(shape)
+                .collect::<Vec<_>>()
+                .into()
+        };
+        let array = |s: &'a Value, key: &str| -> &'a [Value] {
+            s.get(key)
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+        };
+        let mut servers: Vec<&Value> = self.servers.iter().collect();
+        servers.sort_by_key(|s| text(s, "name"));
+        Value::Array(
+            servers
+                .into_iter()
                 .map(|s| {
                     let mut o = Map::new();
-                    for key in ["name", "status", "error"] {
-                        if let Some(v) = s.get(key).filter(|v| !v.is_null()) {
-                            o.insert(key.into(), v.clone());
-                        }
+                    o.insert("name".into(), text(s, "name").into());
+                    o.insert(
+                        "description".into(),
+                        summary(text(s, "description"), SUMMARY_CHARS).into(),
+                    );
+                    let status = match text(s, "status") {
+                        "" => "ready",
+                        other => other,
+                    };
+                    o.insert("status".into(), status.into());
+                    if status == "unavailable" {
+                        o.insert("error".into(), text(s, "error").into());
                     }
-                    let description = s.get("description").and_then(Value::as_str).unwrap_or("");
-                    o.insert("description".into(), summary(description).into());
                     o.insert("tools".into(), Self::tools(s).len().into());
+                    let resources = array(s, "resources");
                     o.insert(
                         "resources".into(),
-                        s.get("resources").cloned().unwrap_or_else(|| json!([])),
+                        listed(resources, &|r| {
+                            let mut v = json!({"uri": text(r, "uri"), "name": text(r, "name")});
+                            if let Some(m) = r.get("mimeType").filter(|m| m.is_string()) {
+                                v["mimeType"] = m.clone();
+                            }
+                            v
+                        }),
+                    );
+                    if resources.len() > MAX_LISTED_RESOURCES {
+                        o.insert(
+                            "resourcesCut".into(),
+                            (resources.len() - MAX_LISTED_RESOURCES).into(),
+                        );
+                    }
+                    o.insert(
+                        "templates".into(),
+                        listed(array(s, "templates"), &|t| {
+                            json!({"uriTemplate": text(t, "uriTemplate"), "name": text(t, "name")})
+                        }),
+                    );
+                    let empty = json!({});
+                    o.insert(
+                        "categories".into(),
+                        quickforge_catalog::categories_json(Self::tools(s).iter().map(|t| {
+                            (
+                                text(t, "name"),
+                                text(t, "description"),
+                                t.get("inputSchema").unwrap_or(&empty),
+                            )
+                        })),
                     );
                     Value::Object(o)
                 })
@@ -116,88 +193,40 @@ impl<'a> Catalog<'a> {
         )
     }
 
-    /// `manifest.search`.
+    /// `manifest.search`, ranked by the native ranking.
     pub fn search(&self, query: &str, limit: u32) -> Result<Value, ForgeError> {
-        if query.len() > MAX_QUERY_BYTES {
-            return Err(ForgeError::new(
-                ErrorCode::InvalidArgument,
-                format!("the query is over {MAX_QUERY_BYTES} bytes"),
-            )
-            .suggest("search with a few words"));
-        }
-        let mut terms: Vec<String> = Vec::new();
-        for word in words(query) {
-            if !terms.contains(&word) {
-                terms.push(word);
-            }
-        }
-        if terms.len() > MAX_QUERY_TERMS {
-            return Err(ForgeError::new(
-                ErrorCode::InvalidArgument,
-                format!("the query has over {MAX_QUERY_TERMS} words"),
-            )
-            .suggest("search with a few words"));
-        }
-        let mut hits: Vec<(u32, &str, &str, &str)> = Vec::new();
-        for s in self.servers {
-            let server = s.get("name").and_then(Value::as_str).unwrap_or("");
-            let server_words = words(server);
-            for t in Self::tools(s) {
-                let name = t.get("name").and_then(Value::as_str).unwrap_or("");
-                let description = t.get("description").and_then(Value::as_str).unwrap_or("");
-                let (name_words, text_words) = (words(name), words(description));
-                let score: u32 = if terms.is_empty() {
-                    1
-                } else {
-                    terms
-                        .iter()
-                        .map(|term| {
-                            let hit =
-                                |ws: &[String]| ws.iter().any(|w| w.starts_with(term.as_str()));
-                            if hit(&name_words) {
-                                10
-                            } else if hit(&server_words) {
-                                5
-                            } else if hit(&text_words) {
-                                1
-                            } else {
-                                0
-                            }
-                        })
-                        .sum()
-                };
-                if score > 0 {
-                    hits.push((score, server, name, description));
+        let query = Query::parse(query).map_err(|QueryError(message)| {
+            ForgeError::new(ErrorCode::InvalidArgument, message).suggest(QueryError::SUGGESTION)
+        })?;
+        let mut servers: Vec<&Value> = self.servers.iter().collect();
+        servers.sort_by_key(|s| text(s, "name"));
+        // A tool's words are split once per search: a request searches once
+        // or twice, so there is nothing to keep them for.
+        let words: Vec<Vec<ToolWords>> = servers
+            .iter()
+            .map(|s| {
+                Self::tools(s)
+                    .iter()
+                    .map(|_| ToolWords::default())
+                    .collect()
+            })
+            .collect();
+        let view = servers.iter().zip(&words).map(|(s, words)| {
+            let tools = Self::tools(s).iter().zip(words).map(|(t, w)| {
+                let (name, description) = (text(t, "name"), text(t, "description"));
+                let title = t.get("title").and_then(Value::as_str);
+                Candidate {
+                    name,
+                    description,
+                    words: w.get(name, title, description),
                 }
-            }
-        }
-        hits.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| (a.1, a.2).cmp(&(b.1, b.2))));
-        let limit = (limit as usize).clamp(1, MAX_SEARCH_LIMIT);
-        Ok(Value::Array(
-            hits.into_iter()
-                .take(limit)
-                .map(|(_, server, tool, d)| {
-                    json!({"server": server, "tool": tool, "description": summary(d)})
-                })
-                .collect(),
+            });
+            (text(s, "name"), tools)
+        });
+        Ok(quickforge_catalog::search::search(
+            &query,
+            limit as usize,
+            view,
         ))
-    }
-}
-
-/// Lowercase words of `text` (split at anything not alphanumeric, and at
-/// camelCase boundaries are not split: `list_issues` gives `list`, `issues`).
-fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
-}
-
-/// The first [`SUMMARY_CHARS`] characters of `text`, on one line.
-fn summary(text: &str) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match line.char_indices().nth(SUMMARY_CHARS) {
-        Some((at, _)) => format!("{}…", &line[..at]),
-        None => line,
     }
 }

@@ -10,6 +10,7 @@
 //! | --- | --- |
 //! | `QUICKFORGE_EDGE_SERVERS` | JSON object: server name → `{"url": "...", "headers": {"Authorization": "Bearer ..."}}` |
 //! | `QUICKFORGE_EDGE_MANIFEST` | the JSON `quickforge manifest --json` printed at deploy time |
+//! | `QUICKFORGE_EDGE_MANIFEST_REFRESH_SECS` | when set (above 0), the snapshot's servers are listed again (`tools/list`) once the last listing is this old: kept in the `wasi:keyvalue` bucket by `quickforge_edge_keyvalue.wasm`, once per request by `quickforge_edge.wasm` (which has nowhere to keep it); a refresh updates and drops the snapshot's tools, never adds one (`refresh.rs`) |
 //! | `QUICKFORGE_EDGE_ALLOW` | comma-separated origins (`http://host:port`) downstream requests may go to; default: the configured servers' origins |
 //! | `QUICKFORGE_EDGE_TOKEN` | when set, every request must carry `Authorization: Bearer <it>` |
 //! | `QUICKFORGE_EDGE_MAX_CALLS` | tool calls plus resource reads per request (default 50, as the native `max_tool_calls`) |
@@ -18,7 +19,7 @@
 //! | `QUICKFORGE_EDGE_MAX_ARGS_BYTES` | largest arguments of one call (default 1 MiB, as `max_args_size`) |
 //! | `QUICKFORGE_EDGE_MAX_RESPONSE_BYTES` | largest downstream response (default 16 MiB, as `max_response_mb`) |
 //! | `QUICKFORGE_EDGE_STASH_SECRET` | `quickforge_edge_keyvalue.wasm` only: when set (at least 16 bytes), the stash is kept in the runtime's `wasi:keyvalue` under handles sealed with it, as the native `[sandbox.stash] secret`; unset, the stash lives for one request (as always in `quickforge_edge.wasm`, which refuses the setting) |
-//! | `QUICKFORGE_EDGE_STASH_BUCKET` | the `wasi:keyvalue` bucket to open (default `""`, the one `wasmtime serve -Skeyvalue` has; Spin names it `default`) |
+//! | `QUICKFORGE_EDGE_STASH_BUCKET` | the `wasi:keyvalue` bucket the stash and the refreshed manifest live in (default `""`, the one `wasmtime serve -Skeyvalue` has; Spin names it `default`) |
 //! | `QUICKFORGE_EDGE_TIME_ZONE` | scripts' default time zone for `Intl` (an IANA name, as the native `time_zone`; default UTC); a name the guest does not know fails the scripts that format dates with a `RangeError` naming it |
 
 use std::collections::BTreeMap;
@@ -108,8 +109,15 @@ const DEFAULT_MAX_RESPONSE: usize = 16 << 20;
 pub struct Config {
     /// Downstream servers by name.
     pub servers: BTreeMap<String, Server>,
-    /// The manifest snapshot (`quickforge manifest --json`).
+    /// The manifest snapshot (`quickforge manifest --json`); replaced by its
+    /// refresh when one is due (`refresh.rs`).
     pub manifest: Vec<Value>,
+    /// SHA-256 of the snapshot's text, hex: a refresh kept in the bucket is
+    /// used only with the snapshot it was made from.
+    pub manifest_digest: String,
+    /// How old a listing may be before the manifest is refreshed,
+    /// milliseconds; `None`: the snapshot only.
+    pub manifest_refresh_ms: Option<u64>,
     /// Origins requests may go to.
     pub allow: Vec<String>,
     /// The bearer token requests must carry, if any.
@@ -172,6 +180,16 @@ impl Config {
                 Vec::new()
             }),
         };
+        let manifest_digest = {
+            use sha2::Digest;
+            let text = env
+                .get("QUICKFORGE_EDGE_MANIFEST")
+                .map_or("", String::as_str);
+            sha2::Sha256::digest(text.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        };
         let allow = match env.get("QUICKFORGE_EDGE_ALLOW") {
             Some(list) => list
                 .split(',')
@@ -208,7 +226,14 @@ impl Config {
             #[cfg(feature = "keyvalue")]
             Some(secret) => Some(SealKey::from_secret(secret)),
         };
+        let refresh_secs = number("QUICKFORGE_EDGE_MANIFEST_REFRESH_SECS", 0, &mut problems);
+        if refresh_secs > 0 && manifest.is_empty() {
+            problems.push("QUICKFORGE_EDGE_MANIFEST_REFRESH_SECS refreshes the snapshot's tools, so it needs QUICKFORGE_EDGE_MANIFEST (what `quickforge manifest --json` prints): a snapshot made by the gateway is what applies its tool policy".into());
+        }
         Config {
+            manifest_refresh_ms: (refresh_secs > 0 && !manifest.is_empty())
+                .then(|| refresh_secs.saturating_mul(1000)),
+            manifest_digest,
             stash_key,
             stash_bucket: env
                 .get("QUICKFORGE_EDGE_STASH_BUCKET")

@@ -4,8 +4,6 @@
 
 pub use crate::bindings::exports::quickforge::sandbox::types::ErrorCode;
 use crate::bindings::exports::quickforge::sandbox::types::{Code, ForgeError as Wit};
-/// Cutting a text at a byte limit, as `host/error` re-exports it.
-pub use quickforge_filters::text::clip;
 
 /// A failure for the script, as the native gateway builds one.
 pub struct ForgeError(pub Wit);

@@ -35,22 +35,16 @@ mod error;
 mod http;
 mod mcp;
 mod redact;
+mod refresh;
 mod run;
 mod stash_kv;
 
-/// The native gateway's result conversion, compiled here unchanged.
+/// The native gateway's result conversion, compiled here unchanged
+/// (through `#[path]`, not `quickforge-catalog`: it builds the gateway's
+/// `ForgeError`, which `error.rs` provides here over the WIT types).
 #[path = "../../../host/gateway/convert.rs"]
 #[allow(dead_code)]
 mod convert;
-/// The native gateway's argument check against a tool's input schema,
-/// compiled here unchanged.
-#[path = "../../../host/manifest/schema.rs"]
-#[allow(dead_code)]
-mod schema;
-/// The native gateway's did-you-mean, compiled here unchanged.
-#[path = "../../../host/suggest.rs"]
-#[allow(dead_code)]
-mod suggest;
 
 use std::cell::RefCell;
 
@@ -61,9 +55,9 @@ use bindings::exports::quickforge::sandbox::{
 };
 use serde_json::{Value, json};
 
-use crate::catalog::Catalog;
 use crate::error::{ErrorCode, ForgeError};
 use crate::run::Run;
+use quickforge_catalog::schema;
 
 /// QuickJS's heap cap, bytes. Edge runtimes commonly cap an instance at
 /// 128 MiB; 112 leaves room for the guest's stack and static data, so an
@@ -126,19 +120,25 @@ impl tools::Guest for Provider {
                 }
             };
             if !r.config.manifest.is_empty() {
-                let entry = Catalog::new(&r.config.manifest)
+                // As natively: a call to a tool the manifest lacks, and
+                // arguments that do not match its input schema, never reach
+                // the server. The check is compiled once per tool and
+                // request, as the native manifest compiles it once per
+                // listing.
+                let key = (server.clone(), tool.clone());
+                r.ensure_manifest();
+                let entry = catalog::Catalog::new(&r.config.manifest)
                     .tool(&server, &tool)
                     .map_err(Wit::from)?;
-                // As natively: arguments that do not match the tool's input
-                // schema never reach the server.
-                // The check is compiled once per tool and request, as the
-                // native manifest compiles it once per listing.
-                if let Some(schema) = entry.get("inputSchema").filter(|s| s.is_object())
-                    && let Some(message) = r
-                        .checks
-                        .entry((server.clone(), tool.clone()))
-                        .or_insert_with(|| schema::ArgsCheck::new(schema))
-                        .mismatch(&server, &tool, &args)
+                if !r.checks.contains_key(&key) {
+                    let check = entry
+                        .get("inputSchema")
+                        .filter(|s| s.is_object())
+                        .map(schema::ArgsCheck::new);
+                    r.checks.insert(key.clone(), check);
+                }
+                if let Some(Some(check)) = r.checks.get(&key)
+                    && let Some(message) = check.mismatch(&server, &tool, &args)
                 {
                     return Err(ForgeError::new(ErrorCode::InvalidArguments, message)
                         .suggest(schema::suggestion(&server, &tool))
@@ -194,11 +194,11 @@ impl stash::Guest for Provider {
 
 impl manifest::Guest for Provider {
     fn servers() -> String {
-        with(|r| Catalog::new(&r.config.manifest).servers_json().to_string())
+        with(|r| r.catalog().servers_json().to_string())
     }
     fn search(query: String, limit: u32) -> Result<String, Wit> {
         with(|r| {
-            Catalog::new(&r.config.manifest)
+            r.catalog()
                 .search(&query, limit)
                 .map(|v| v.to_string())
                 .map_err(Into::into)
@@ -206,7 +206,7 @@ impl manifest::Guest for Provider {
     }
     fn tool(server: String, name: String) -> Result<String, Wit> {
         with(|r| {
-            Catalog::new(&r.config.manifest)
+            r.catalog()
                 .tool(&server, &name)
                 .map(Value::to_string)
                 .map_err(Into::into)

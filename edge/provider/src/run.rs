@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::bindings::exports::quickforge::edge::control::{LogLine, Report};
 use crate::bindings::exports::quickforge::sandbox::calls::Completion;
@@ -30,6 +30,9 @@ const TIMER_BIT: u32 = 1 << 31;
 const MAX_LOG_LINES: usize = 200;
 /// Log bytes kept per run: the native `max_log_bytes`.
 const MAX_LOG_BYTES: usize = 64 * 1024;
+/// Most `tools/list` pages read from one server per refresh: a bound on
+/// a server that pages forever; 100 pages is thousands of tools.
+const MAX_LIST_PAGES: usize = 100;
 
 /// A downstream server's MCP session within this request.
 enum Session {
@@ -88,11 +91,15 @@ pub struct Run {
     ops: Vec<Op>,
     timers: Vec<(u32, u64)>,
     ready: VecDeque<Completion>,
-    /// Compiled argument checks, by server and tool.
-    pub checks: BTreeMap<(String, String), crate::schema::ArgsCheck>,
+    /// Compiled argument checks, by server and tool (`None`: the tool has
+    /// no input schema to check against).
+    pub checks: BTreeMap<(String, String), Option<quickforge_catalog::schema::ArgsCheck>>,
     /// The stash: in `wasi:keyvalue` under a sealed handle, or this
     /// request's own (`stash_kv.rs`).
     pub stash: Stash,
+    /// Whether this request has brought the manifest up to date
+    /// (`refresh.rs`); it does so once, at the first use.
+    pub manifest_current: bool,
 }
 
 impl Run {
@@ -113,7 +120,23 @@ impl Run {
             timers: Vec::new(),
             ready: VecDeque::new(),
             checks: BTreeMap::new(),
+            manifest_current: false,
         }
+    }
+
+    /// Brings the manifest up to date when it is due (`refresh.rs`), once
+    /// per request.
+    pub fn ensure_manifest(&mut self) {
+        if !self.manifest_current {
+            self.manifest_current = true;
+            crate::refresh::refresh(self);
+        }
+    }
+
+    /// The manifest, refreshed first when it is due.
+    pub fn catalog(&mut self) -> crate::catalog::Catalog<'_> {
+        self.ensure_manifest();
+        crate::catalog::Catalog::new(&self.config.manifest)
     }
 
     /// Refuses what `search` may not do.
@@ -170,13 +193,13 @@ impl Run {
         }
         let Some(target) = self.config.servers.get(server) else {
             let names = self.config.servers.keys().map(String::as_str);
-            let found = crate::suggest::suggestions(server, names.clone());
+            let found = quickforge_catalog::suggest::suggestions(server, names.clone());
             let err = ForgeError::new(
                 ErrorCode::ServerNotFound,
                 format!("no downstream server is named {server:?}"),
             );
-            return Err(match crate::suggest::sentence(&found)
-                .or_else(|| crate::suggest::listing(names))
+            return Err(match quickforge_catalog::suggest::sentence(&found)
+                .or_else(|| quickforge_catalog::suggest::listing(names))
             {
                 Some(s) => err.suggest(s),
                 None => err,
@@ -346,6 +369,9 @@ impl Run {
                             format!("{server}.{}: {why}", call.tool),
                         )
                         .into()),
+                        // A listing is the provider's own: kept as the
+                        // server sent it, for `refresh.rs`.
+                        Answer::Result(v) if call.method == "tools/list" => Ok(v.to_string()),
                         Answer::Result(v) => {
                             let converted = if call.method == "resources/read" {
                                 Ok(crate::convert::read_result(v))
@@ -420,43 +446,151 @@ impl Run {
             if let Some(done) = self.ready.pop_front() {
                 return Some(done);
             }
-            if self.idle() {
+            if self.idle() || !self.pump() {
                 return None;
             }
-            let now = monotonic_clock::now();
-            self.expire(now);
-            if !self.ready.is_empty() {
-                continue;
+        }
+    }
+
+    /// Moves every exchange on and finishes what is overdue; when nothing
+    /// moved, waits in one `wasi:io/poll` over every exchange and the
+    /// nearest deadline. `false` when there is nothing to wait on.
+    fn pump(&mut self) -> bool {
+        let before = self.ready.len();
+        self.expire(monotonic_clock::now());
+        let mut moved = self.ready.len() != before;
+        let mut waits = Vec::new();
+        let mut i = 0;
+        while i < self.ops.len() {
+            match self.ops[i].exchange.advance() {
+                Step::Blocked(p) => {
+                    waits.push(p);
+                    i += 1;
+                }
+                Step::Done(reply) => {
+                    let op = self.ops.swap_remove(i);
+                    self.finished(op.purpose, reply);
+                    moved = true;
+                }
             }
-            // Advance every exchange; collect what to wait on.
-            let mut waits = Vec::new();
-            let mut i = 0;
-            while i < self.ops.len() {
-                match self.ops[i].exchange.advance() {
-                    Step::Blocked(p) => {
-                        waits.push(p);
-                        i += 1;
+        }
+        if moved {
+            return true;
+        }
+        if let Some(deadline) = self.nearest_deadline() {
+            waits.push(monotonic_clock::subscribe_instant(deadline));
+        }
+        if waits.is_empty() {
+            // Calls queued behind a session whose connect is not in
+            // flight cannot happen; guard against spinning anyway.
+            return false;
+        }
+        let refs: Vec<&poll::Pollable> = waits.iter().collect();
+        poll::poll(&refs);
+        true
+    }
+
+    /// Every tool `servers` list now (`tools/list`, page after page, up to
+    /// [`MAX_LIST_PAGES`]), by server, or why a server's listing failed.
+    /// Listing is the provider's own work: it counts against no script
+    /// budget, works in search mode, and leaves the completions of the
+    /// script's calls in flight where they are.
+    pub fn list_tools(
+        &mut self,
+        servers: &[String],
+    ) -> BTreeMap<String, Result<Vec<Value>, String>> {
+        let mut pending: BTreeMap<u32, (String, Vec<Value>, usize)> = BTreeMap::new();
+        let mut done = BTreeMap::new();
+        for server in servers {
+            match self.start_listing(server, json!({})) {
+                Ok(id) => {
+                    pending.insert(id, (server.clone(), Vec::new(), 1));
+                }
+                Err(why) => {
+                    done.insert(server.clone(), Err(why));
+                }
+            }
+        }
+        while !pending.is_empty() {
+            let mut mine = Vec::new();
+            self.ready.retain(|c| {
+                let ours = pending.contains_key(&c.id);
+                if ours {
+                    mine.push(c.clone());
+                }
+                !ours
+            });
+            for c in mine {
+                let Some((server, mut tools, pages)) = pending.remove(&c.id) else {
+                    continue;
+                };
+                let page = c.outcome.map_err(|e| e.message).and_then(|text| {
+                    serde_json::from_str::<Value>(&text).map_err(|e| e.to_string())
+                });
+                let page = match page {
+                    Ok(page) => page,
+                    Err(why) => {
+                        done.insert(server, Err(why));
+                        continue;
                     }
-                    Step::Done(reply) => {
-                        let op = self.ops.swap_remove(i);
-                        self.finished(op.purpose, reply);
+                };
+                if let Some(listed) = page.get("tools").and_then(Value::as_array) {
+                    tools.extend(listed.iter().cloned());
+                }
+                match page.get("nextCursor").and_then(Value::as_str) {
+                    Some(cursor) if pages < MAX_LIST_PAGES => {
+                        match self.start_listing(&server, json!({"cursor": cursor})) {
+                            Ok(id) => {
+                                pending.insert(id, (server, tools, pages + 1));
+                            }
+                            Err(why) => {
+                                done.insert(server, Err(why));
+                            }
+                        }
+                    }
+                    _ => {
+                        done.insert(server, Ok(tools));
                     }
                 }
             }
-            if !self.ready.is_empty() || waits.len() < self.ops.len() {
-                continue;
+            if !pending.is_empty() && !self.pump() {
+                for (_, (server, _, _)) in std::mem::take(&mut pending) {
+                    done.insert(server, Err("the listing stalled".into()));
+                }
             }
-            if let Some(deadline) = self.nearest_deadline() {
-                waits.push(monotonic_clock::subscribe_instant(deadline));
-            }
-            if waits.is_empty() {
-                // Calls queued behind a session whose connect is not in
-                // flight cannot happen; guard against spinning anyway.
-                return None;
-            }
-            let refs: Vec<&poll::Pollable> = waits.iter().collect();
-            poll::poll(&refs);
         }
+        done
+    }
+
+    /// Starts one `tools/list` page on `server`, within the egress
+    /// allowlist and the per-call deadline.
+    fn start_listing(&mut self, server: &str, params: Value) -> Result<u32, String> {
+        let Some(target) = self.config.servers.get(server) else {
+            return Err(format!("server {server:?} is not configured"));
+        };
+        if !self.config.allow.contains(&target.url.origin()) {
+            return Err(format!(
+                "server {server:?} is outside this deployment's egress allowlist"
+            ));
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let call = Queued {
+            id,
+            tool: "tools/list".into(),
+            method: "tools/list",
+            params,
+            // Within the script's own deadline too: the guest cannot
+            // interrupt the provider while it waits for a listing.
+            deadline: monotonic_clock::now().saturating_add(
+                self.config
+                    .call_timeout_ns
+                    .min(self.config.timeout_ms.saturating_mul(1_000_000)),
+            ),
+            retried: false,
+        };
+        self.dispatch(server.to_string(), call);
+        Ok(id)
     }
 
     fn nearest_deadline(&self) -> Option<u64> {

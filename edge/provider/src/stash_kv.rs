@@ -320,7 +320,7 @@ fn check_key(key: &str) -> Result<(), Wit> {
 }
 
 /// Wall-clock time, Unix milliseconds: expiries must hold across instances.
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     let t = crate::bindings::wasi::clocks::wall_clock::now();
     t.seconds * 1000 + u64::from(t.nanoseconds / 1_000_000)
 }
@@ -361,7 +361,7 @@ fn preview(text: &str) -> String {
 /// The portable build's stand-in for `wasi:keyvalue/store`: it opens
 /// nothing, so the same stash code compiles in both builds.
 #[cfg(not(feature = "keyvalue"))]
-mod portable {
+pub(crate) mod portable {
     #[allow(dead_code)] // the variants mirror wasi:keyvalue's
     pub enum Error {
         NoSuchStore,

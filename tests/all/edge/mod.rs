@@ -7,6 +7,7 @@
 
 mod host;
 mod parity;
+mod refresh;
 mod stash;
 
 use std::time::{Duration, Instant};

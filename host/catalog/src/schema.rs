@@ -1,8 +1,7 @@
 //! A tool's `inputSchema` as the route step checks arguments against it,
 //! made safe to run on the host when the manifest is loaded rather than
-//! discovered per call. The edge provider compiles this file too (through
-//! `#[path]`), so a call's arguments are checked, and a mismatch worded,
-//! alike in both.
+//! discovered per call. The edge provider uses this crate too, so a call's
+//! arguments are checked, and a mismatch worded, alike in both.
 //!
 //! The schema is the downstream server's, so it may be hostile or merely
 //! careless: a `pattern` with a backreference or nested quantifiers makes a
@@ -150,7 +149,7 @@ fn refused(pattern: &str) -> Option<String> {
         }
         Err(e) => format!(
             "it does not compile: {}",
-            crate::error::clip(&e.to_string().replace('\n', " "), 160)
+            quickforge_filters::text::clip(&e.to_string().replace('\n', " "), 160)
         ),
         Ok(_) => "it does not compile as an ECMA-262 pattern".to_string(),
     };

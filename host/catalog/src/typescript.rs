@@ -167,7 +167,7 @@ fn object(s: &Map<String, Value>, root: &Value, level: usize, depth: usize, out:
     out.push_str("{\n");
     for (name, prop) in props {
         if let Some(d) = prop.get("description").and_then(Value::as_str) {
-            let line = super::summary(d, MAX_COMMENT).replace("*/", "* /");
+            let line = crate::summary(d, MAX_COMMENT).replace("*/", "* /");
             if !line.is_empty() {
                 out.push_str(&format!("{pad}/** {line} */\n"));
             }
