@@ -28,6 +28,25 @@ pub const MAX_BINARY_DATA: usize = 1024 * 1024;
 /// dump from a server is noise for a model; the start says what went wrong.
 pub const MAX_ERROR_TEXT: usize = 2048;
 
+/// A JSON-RPC error answer from `server` as the script sees it: its
+/// message and `data` (the data often says more: which field, which
+/// limit), the data redacted as JSON (a sensitive field goes whatever its
+/// value), then all of it as text, and only then cut; with its code.
+pub fn rpc_error(server: &str, code: i64, message: &str, data: Option<Value>) -> ForgeError {
+    let detail = data.map(|mut d| {
+        crate::redact::redact_json(&mut d);
+        format!("; data: {d}")
+    });
+    let text = format!("{message}{}", detail.unwrap_or_default());
+    ForgeError::new(
+        ErrorCode::DownstreamError,
+        format!(
+            "server {server:?} refused the request: {} (JSON-RPC error {code})",
+            crate::redact::redact_clip(&text, MAX_ERROR_TEXT),
+        ),
+    )
+}
+
 /// What a tool's result becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Shape {

@@ -670,22 +670,7 @@ impl Drop for CancelOnDrop {
 pub fn service_error(server: &str, timeout: Duration, e: ServiceError) -> ForgeError {
     match e {
         ServiceError::McpError(data) => {
-            // The error's `data` often says more than its message (which field,
-            // which limit); it is redacted as JSON (a sensitive field goes
-            // whatever its value), then as text, and only then cut.
-            let detail = data.data.map(|mut d| {
-                crate::redact::redact_json(&mut d);
-                format!("; data: {d}")
-            });
-            let text = format!("{}{}", data.message, detail.unwrap_or_default());
-            ForgeError::new(
-                ErrorCode::DownstreamError,
-                format!(
-                    "server {server:?} refused the request: {} (JSON-RPC error {})",
-                    crate::redact::redact_clip(&text, convert::MAX_ERROR_TEXT),
-                    data.code.0
-                ),
-            )
+            convert::rpc_error(server, data.code.0.into(), &data.message, data.data)
         }
         ServiceError::Timeout { .. } => ForgeError::new(
             ErrorCode::Timeout,

@@ -1,6 +1,7 @@
-//! Builds quickforge's edge components: the provider and front crates for
-//! `wasm32-wasip2`, composed with the committed guest
-//! (`guest/dist/quickforge_guest.wasm`) as provider → guest → front into
+//! Builds quickforge's edge components: the provider, redactor and front
+//! crates for `wasm32-wasip2`, the redactor pre-initialized with Wizer
+//! (`preinit.rs`), composed with the committed guest
+//! (`guest/dist/quickforge_guest.wasm`) as redactor → provider → guest → front into
 //! `wasi:http` components, written to `edge/dist/` with their source
 //! digest: `quickforge_edge.wasm` (runs in any `wasi:http` runtime; the
 //! stash lives for one request) and `quickforge_edge_keyvalue.wasm` (the
@@ -25,6 +26,7 @@ use wac_graph::types::Package;
 use wac_graph::{CompositionGraph, EncodeOptions, NodeId, PackageId};
 
 mod digest;
+mod preinit;
 
 /// The guest's interfaces the provider exports, in the order the guest
 /// imports them.
@@ -52,6 +54,8 @@ const INCOMING: &str = "wasi:http/incoming-handler@0.2.12";
 const EMPTY_ENVIRONMENT: &str = "wasi:cli/environment@0.2.12";
 /// An import of the environment, any version.
 const ENVIRONMENT_PREFIX: &str = "wasi:cli/environment@";
+/// The redactor's export, the provider's import of it.
+const REDACT: &str = "quickforge:edge/redact@0.1.0";
 
 fn main() -> Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -79,6 +83,9 @@ fn build(root: &Path) -> Result<()> {
     // is read before the next build.
     cargo_build(&edge, &target, &["-p", "quickforge-edge-front"])?;
     let front = std::fs::read(built.join("quickforge_edge_front.wasm"))?;
+    cargo_build(&edge, &target, &["-p", "quickforge-edge-redactor"])?;
+    let redactor =
+        preinit::pre_initialize(&std::fs::read(built.join("quickforge_edge_redactor.wasm"))?)?;
     let mut written = Vec::new();
     for (features, dist) in [
         (None, digest::DIST_WASM),
@@ -92,7 +99,7 @@ fn build(root: &Path) -> Result<()> {
         let provider = std::fs::read(built.join("quickforge_edge_provider.wasm"))?;
         let guest = std::fs::read(root.join("guest/dist/quickforge_guest.wasm"))
             .context("reading guest/dist/quickforge_guest.wasm")?;
-        let bytes = compose(provider, guest, front.clone())?;
+        let bytes = compose(redactor.clone(), provider, guest, front.clone())?;
         let dist = root.join(dist);
         std::fs::create_dir_all(dist.parent().unwrap())?;
         std::fs::write(&dist, &bytes)?;
@@ -143,21 +150,35 @@ fn check(root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// provider → guest → front, with the front's incoming handler exported.
-fn compose(provider: Vec<u8>, guest: Vec<u8>, front: Vec<u8>) -> Result<Vec<u8>> {
+/// redactor → provider → guest → front, with the front's incoming handler
+/// exported.
+fn compose(
+    redactor: Vec<u8>,
+    provider: Vec<u8>,
+    guest: Vec<u8>,
+    front: Vec<u8>,
+) -> Result<Vec<u8>> {
     let mut graph = CompositionGraph::new();
     let mut register = |name: &str, bytes: Vec<u8>| -> Result<_> {
         let package = Package::from_bytes(name, None, bytes, graph.types_mut())
             .with_context(|| format!("reading {name}"))?;
         Ok(graph.register_package(package)?)
     };
+    let redactor = register("quickforge:edge-redactor", redactor)?;
     let provider = register("quickforge:edge-provider", provider)?;
     let guest = register("quickforge:guest", guest)?;
     let front = register("quickforge:edge-front", front)?;
     let guest_environment = environment_import(&graph, guest);
     let front_environment = environment_import(&graph, front);
 
+    let redactor = graph.instantiate(redactor);
+    let redact = graph
+        .alias_instance_export(redactor, REDACT)
+        .with_context(|| format!("the redactor does not export {REDACT}"))?;
     let provider = graph.instantiate(provider);
+    graph
+        .set_instantiation_argument(provider, REDACT, redact)
+        .with_context(|| format!("wiring the provider's {REDACT}"))?;
     let mut sandbox: Vec<(String, NodeId)> = Vec::new();
     for name in SANDBOX {
         let full = format!("quickforge:sandbox/{name}@{SANDBOX_VERSION}");

@@ -55,8 +55,12 @@ pub fn request(id: u32, method: &str, params: Value) -> Vec<u8> {
 pub enum Answer {
     /// The JSON-RPC `result`.
     Result(Value),
-    /// A JSON-RPC `error`: its message.
-    Error(String),
+    /// A JSON-RPC `error`: its code, message and data.
+    Error {
+        code: i64,
+        message: String,
+        data: Option<Value>,
+    },
     /// HTTP 404 on a request that carried a session: the server forgot it.
     SessionGone,
     /// Anything else that is not an answer: why.
@@ -93,12 +97,17 @@ pub fn answer(reply: &Reply, id: Option<u32>, had_session: bool) -> Answer {
     else {
         return Answer::Broken("the server sent no response".into());
     };
-    if let Some(error) = response.get("error") {
+    if let Some(error) = response.get_mut("error") {
         let message = error
             .get("message")
             .and_then(Value::as_str)
-            .unwrap_or("unknown error");
-        return Answer::Error(message.to_string());
+            .unwrap_or("unknown error")
+            .to_string();
+        return Answer::Error {
+            code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+            message,
+            data: error.get_mut("data").map(Value::take),
+        };
     }
     match response.get_mut("result") {
         Some(result) => Answer::Result(result.take()),

@@ -305,9 +305,8 @@ impl Run {
                             session,
                         );
                     }
-                    Ok((Answer::Error(why) | Answer::Broken(why), _)) | Err(why) => {
-                        self.fail_server(server, why)
-                    }
+                    Ok((Answer::Error { message: why, .. } | Answer::Broken(why), _))
+                    | Err(why) => self.fail_server(server, why),
                     Ok((Answer::SessionGone, _)) => {
                         self.fail_server(server, "the server refused the session".into())
                     }
@@ -352,18 +351,12 @@ impl Run {
                         Answer::SessionGone => {
                             Err(unavailable(&server, "the server lost the session twice"))
                         }
-                        Answer::Error(message) => Err(ForgeError::new(
-                            ErrorCode::DownstreamError,
-                            format!(
-                                "{server}.{} failed: {}",
-                                call.tool,
-                                crate::redact::redact_clip(
-                                    &message,
-                                    crate::convert::MAX_ERROR_TEXT
-                                )
-                            ),
-                        )
-                        .into()),
+                        // As natively (`host/gateway/downstream.rs`).
+                        Answer::Error {
+                            code,
+                            message,
+                            data,
+                        } => Err(crate::convert::rpc_error(&server, code, &message, data).into()),
                         Answer::Broken(why) => Err(ForgeError::new(
                             ErrorCode::InvalidResponse,
                             format!("{server}.{}: {why}", call.tool),

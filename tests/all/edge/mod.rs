@@ -811,3 +811,71 @@ impl Drop for Group {
         }
     }
 }
+
+/// Issue 22 item 4: the redactor inside the committed component is a Wizer
+/// snapshot: taken out of the composition and instantiated alone (every
+/// import a trap, so it reads nothing from a runtime), its
+/// `wizer-initialize` finds the rule set built and returns at once, where a
+/// fresh build compiles about 200 regexes (hundreds of millions of fuel),
+/// and it redacts a provider key with the rules it was snapshotted with.
+#[test]
+fn edge_redactor_is_pre_initialized() {
+    use wasmparser::{Parser, Payload};
+    use wasmtime::component::{Component, Linker};
+    use wasmtime::{Config, Engine, Store};
+
+    let bytes = std::fs::read(EDGE).unwrap();
+    let mut config = Config::new();
+    config.consume_fuel(true);
+    let engine = Engine::new(&config).unwrap();
+    let mut nested = Vec::new();
+    for payload in Parser::new(0).parse_all(&bytes) {
+        if let Payload::ComponentSection {
+            unchecked_range, ..
+        } = payload.unwrap()
+        {
+            nested.push(unchecked_range);
+        }
+    }
+    let redactor = nested
+        .into_iter()
+        .filter_map(|range| Component::new(&engine, &bytes[range]).ok())
+        .find(|c| {
+            c.component_type()
+                .exports(&engine)
+                .any(|(name, _)| name == "quickforge:edge/redact@0.1.0")
+        })
+        .expect("a nested component exports quickforge:edge/redact");
+    let mut linker = Linker::new(&engine);
+    linker.define_unknown_imports_as_traps(&redactor).unwrap();
+    let mut store = Store::new(&engine, ());
+    const BUDGET: u64 = 10_000_000_000;
+    store.set_fuel(BUDGET).unwrap();
+    let instance = linker.instantiate(&mut store, &redactor).unwrap();
+    let init = instance
+        .get_typed_func::<(), ()>(&mut store, "wizer-initialize")
+        .unwrap();
+    init.call(&mut store, ()).unwrap();
+    let burned = BUDGET - store.get_fuel().unwrap();
+    assert!(
+        burned < 100_000,
+        "wizer-initialize burned {burned} fuel: the redactor was not pre-initialized"
+    );
+    let index = instance
+        .get_export_index(&mut store, None, "quickforge:edge/redact@0.1.0")
+        .unwrap();
+    let redact = instance
+        .get_export_index(&mut store, Some(&index), "redact")
+        .unwrap();
+    let redact = instance
+        .get_typed_func::<(&str,), (Option<String>,)>(&mut store, &redact)
+        .unwrap();
+    let (out,) = redact
+        .call(
+            &mut store,
+            ("token ghp_0123456789abcdefghijklmnopqrstuvwxyz failed",),
+        )
+        .unwrap();
+    let out = out.expect("a GitHub token is redacted");
+    assert!(!out.contains("ghp_0123456789"), "{out}");
+}

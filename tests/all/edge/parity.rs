@@ -120,3 +120,57 @@ async fn edge_answers_the_manifest_as_natively() {
 async fn native_search(url: &str, code: &str) -> Value {
     native_with(url, code, &["--search"]).await
 }
+
+/// Downstream error texts leave the edge redacted exactly as they leave the
+/// native gateway: the text redaction is done by the pre-initialized
+/// redactor component, the JSON walk by the provider, both the native code
+/// (`quickforge-filters`). Every channel a server leaks through: an error
+/// result's text, a JSON-RPC error message, and a structured error result.
+#[tokio::test]
+async fn edge_redacts_downstream_errors_as_natively() {
+    let (_fixture, url, manifest) = fixture_and_manifest("edge-parity-redact").await;
+    let client = connect(&serve(env_for(&url, &manifest, &[])).await, None)
+        .await
+        .unwrap();
+    // The per-request figure README reports: a request whose tool error is
+    // redacted (the rule set is in the redactor's snapshot, not compiled).
+    // First, so that a component from before this test can be timed too.
+    let leak = r#"async () => { try { await forge.callTool("fixture", "leak", {}); } catch (e) { return e.code; } }"#;
+    let mut times = Vec::new();
+    for _ in 0..20 {
+        let started = std::time::Instant::now();
+        assert_eq!(ok(&client, "execute", leak).await, "TOOL_ERROR");
+        times.push(started.elapsed());
+    }
+    times.sort();
+    eprintln!(
+        "edge: an execute whose tool error is redacted, median of 20: {:?}",
+        times[10]
+    );
+    let code = r#"async () => {
+        const seen = [];
+        const calls = [["leak", {}], ["leak_via", {via: "rpc_message"}], ["leak_via", {via: "structured"}], ["leak_via", {via: "long"}]];
+        for (const [tool, args] of calls) {
+            try { await forge.callTool("fixture", tool, args); seen.push("no error"); }
+            catch (e) { seen.push({code: e.code, message: e.message}); }
+        }
+        return seen;
+    }"#;
+    let edge = ok(&client, "execute", code).await;
+    let native = native(&url, code).await;
+    assert_eq!(edge, native, "edge and native redaction differ");
+    let text = edge.to_string();
+    for secret in [
+        "hunter2",
+        "ghp_R4nd0mT0k3nV4lu3Xy9Zq8Wv7Ut6Sr5Pq4On",
+        "sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12Mn34",
+        "SG.ngeVfQFYQlKU0ufo8x5d1A",
+        "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",
+        "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+        "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",
+        "s3cr3t-value",
+    ] {
+        assert!(!text.contains(secret), "{secret} leaked: {edge:#}");
+    }
+    assert!(text.contains("[REDACTED"), "{edge:#}");
+}

@@ -15,6 +15,17 @@ use serde_json::Value;
 /// file path), keeping their order. The walk uses an explicit stack, so arbitrarily deep
 /// values cannot overflow the call stack.
 pub fn redact_json(value: &mut Value) -> bool {
+    redact_json_with(value, &|text| {
+        let r = redact(text);
+        r.changed.then_some(r.text)
+    })
+}
+
+/// [`redact_json`] with the text redaction given: `redact_text` answers a string's
+/// redacted form, or `None` when nothing in it changed. The edge provider passes the
+/// redaction of its pre-initialized redactor component, so the rule set is never
+/// compiled per request.
+pub fn redact_json_with(value: &mut Value, redact_text: &dyn Fn(&str) -> Option<String>) -> bool {
     let mut changed = false;
     let mut stack: Vec<&mut Value> = vec![value];
     while let Some(v) = stack.pop() {
@@ -27,9 +38,8 @@ pub fn redact_json(value: &mut Value) -> bool {
         }
         match v {
             Value::String(s) => {
-                let r = redact(s);
-                if r.changed {
-                    *s = r.text;
+                if let Some(text) = redact_text(s) {
+                    *s = text;
                     changed = true;
                 }
             }
@@ -42,13 +52,7 @@ pub fn redact_json(value: &mut Value) -> bool {
                         changed = true;
                     }
                 }
-                let renamed: Vec<Option<String>> = map
-                    .keys()
-                    .map(|k| {
-                        let r = redact(k);
-                        r.changed.then_some(r.text)
-                    })
-                    .collect();
+                let renamed: Vec<Option<String>> = map.keys().map(|k| redact_text(k)).collect();
                 if renamed.iter().any(Option::is_some) {
                     let old = std::mem::take(map);
                     for ((k, child), new) in old.into_iter().zip(renamed) {

@@ -139,7 +139,7 @@ mod rules;
 mod shapes;
 mod stack;
 
-pub use json::redact_json;
+pub use json::{redact_json, redact_json_with};
 pub use names::is_sensitive_key;
 pub use rules::{RuleStats, rule_stats};
 
