@@ -25,6 +25,7 @@ const INPUTS: &[&str] = &[
     "edge/Cargo.toml",
     "edge/Cargo.lock",
     "edge/provider",
+    "edge/redactor",
     "edge/front",
     "edge/compose",
     "wit/sandbox.wit",
