@@ -4,13 +4,13 @@
 //! ...); [`ExecutionError`] carries the kind plus a message a model can act
 //! on. [`ForgeError`] is the smaller failure of one `forge.*` call, which the
 //! script sees as a thrown `ForgeError` and may catch; its code comes from
-//! the one vocabulary in [`code`].
-
-mod code;
+//! the one vocabulary, [`ErrorCode`].
 
 use serde::{Deserialize, Serialize};
 
-pub use code::{Code, ErrorCode};
+// The vocabulary both gateways share lives in `quickforge-core`, so that the
+// edge provider builds the same failures in the same words.
+pub use quickforge_core::{Code, ErrorCode, ForgeError, preview};
 
 /// Why an execution failed. Serialized in `snake_case`; stable across
 /// versions, so clients may match on it.
@@ -87,56 +87,6 @@ impl std::fmt::Display for ErrorKind {
     }
 }
 
-/// The failure of one `forge.*` operation, thrown in JS as a `ForgeError`
-/// with exactly these fields.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-#[error("{code}: {message}")]
-pub struct ForgeError {
-    /// Stable SCREAMING_SNAKE code, e.g. `SERVER_NOT_FOUND`.
-    pub code: Code,
-    /// What happened; shown to the model.
-    pub message: String,
-    /// Whether the same call may succeed later.
-    pub retryable: bool,
-    /// What to do instead, when known.
-    pub suggestion: Option<String>,
-}
-
-impl ForgeError {
-    /// An error without a suggestion, retryable when its code is (see
-    /// [`ErrorCode::retryable`]).
-    pub fn new(code: impl Into<Code>, message: impl Into<String>) -> Self {
-        let code = code.into();
-        ForgeError {
-            retryable: matches!(code, Code::Known(c) if c.retryable()),
-            code,
-            message: message.into(),
-            suggestion: None,
-        }
-    }
-
-    /// Adds a suggestion.
-    pub fn suggest(mut self, suggestion: impl Into<String>) -> Self {
-        self.suggestion = Some(suggestion.into());
-        self
-    }
-
-    /// Marks the error retryable.
-    pub fn retryable(mut self) -> Self {
-        self.retryable = true;
-        self
-    }
-
-    /// `SERVER_NOT_FOUND` for `server`.
-    pub fn server_not_found(server: &str) -> Self {
-        ForgeError::new(
-            ErrorCode::ServerNotFound,
-            format!("no downstream server is named {server:?}"),
-        )
-        .suggest("read manifest.servers (in search) for the configured server names")
-    }
-}
-
 /// How an execution failed.
 #[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
 #[error("{kind}: {message}")]
@@ -191,12 +141,3 @@ impl ExecutionError {
 /// Every text from outside (script errors, stacks, downstream error messages
 /// and bodies) is bounded with this before it is quoted to the model.
 pub use quickforge_filters::text::clip;
-
-/// At most 64 characters of `text`, for quoting a caller's value in a message.
-pub fn preview(text: &str) -> String {
-    const MAX: usize = 64;
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
-}

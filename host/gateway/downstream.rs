@@ -669,16 +669,16 @@ impl Drop for CancelOnDrop {
 /// A failed request as the script sees it.
 pub fn service_error(server: &str, timeout: Duration, e: ServiceError) -> ForgeError {
     match e {
-        ServiceError::McpError(data) => {
-            convert::rpc_error(server, data.code.0.into(), &data.message, data.data)
-        }
-        ServiceError::Timeout { .. } => ForgeError::new(
-            ErrorCode::Timeout,
-            format!(
-                "server {server:?} did not answer within {} s (its timeout_secs)",
-                timeout.as_secs_f64()
-            ),
+        ServiceError::McpError(data) => convert::rpc_error(
+            &convert::Native,
+            server,
+            data.code.0.into(),
+            &data.message,
+            data.data,
         ),
+        ServiceError::Timeout { .. } => {
+            ForgeError::call_timeout(server, timeout, "its timeout_secs")
+        }
         ServiceError::TransportClosed
         | ServiceError::TransportSend(_)
         | ServiceError::Cancelled { .. } => ForgeError::new(

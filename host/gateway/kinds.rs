@@ -92,7 +92,7 @@ pub async fn call_tool(
                 let json = serde_json::to_value(&result).map_err(|e| {
                     ForgeError::new(ErrorCode::InvalidResponse, format!("{server}.{tool}: {e}"))
                 })?;
-                return shape.convert(server, tool, json);
+                return shape.convert(&convert::Native, server, tool, json);
             }
             ServerResult::CreateTaskResult(created) => {
                 return await_task(&asking, created.task, timeout).await;
@@ -182,7 +182,7 @@ async fn call_as_task(
         .map(str::to_string)
     else {
         // A server may answer a task-augmented call with the plain result.
-        return shape.convert(server, tool, created);
+        return shape.convert(&convert::Native, server, tool, created);
     };
     let mut cancel = CancelTaskOnDrop {
         peer: Some(conn.peer.clone()),
@@ -199,6 +199,7 @@ async fn call_as_task(
     };
     cancel.peer = None;
     shape.convert(
+        &convert::Native,
         server,
         tool,
         serde_json::to_value(&result).unwrap_or_default(),
@@ -384,7 +385,7 @@ async fn await_task(
             TaskPayload::Working => continue,
             TaskPayload::Completed { result } => {
                 cancel.peer = None;
-                return shape.convert(server, tool, Value::Object(result));
+                return shape.convert(&convert::Native, server, tool, Value::Object(result));
             }
             TaskPayload::Failed { error } => {
                 cancel.peer = None;

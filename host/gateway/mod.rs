@@ -12,7 +12,8 @@
 //! `notifications/tools/list_changed`.
 
 mod broken;
-pub mod convert;
+/// Result conversion, shared with the edge provider.
+pub use quickforge_core::convert;
 pub(crate) mod downstream;
 mod era;
 mod handler;

@@ -12,9 +12,7 @@ pub(super) struct Entry {
 }
 
 /// What an entry costs the caps: its key and its value.
-pub(super) fn cost(key: &str, json: &str) -> usize {
-    key.len() + json.len()
-}
+pub(super) use quickforge_core::stash::cost;
 
 /// One stash: one handle's entries in one space.
 pub(super) struct Bucket {

@@ -106,30 +106,17 @@ impl Pool {
 }
 
 /// The refusals every backend words alike, so a script sees the same
-/// `STASH_FULL` whichever store holds its stash.
+/// `STASH_FULL` whichever store holds its stash (the per-stash ones are
+/// `quickforge-core`'s, shared with the edge).
 ///
 /// The stash already holds `max_keys` keys: only deleting keys helps.
 pub(super) fn keys_full(limits: &StashLimits) -> ForgeError {
-    ForgeError::new(
-        ErrorCode::StashFull,
-        format!(
-            "the stash already holds its limit of {} keys",
-            limits.max_keys
-        ),
-    )
-    .suggest("delete keys you no longer need with forge.stash.delete")
+    limits.rules().keys_full()
 }
 
 /// Storing `size` more bytes would put the stash over `max_total_size`.
 pub(super) fn bytes_full(size: usize, limits: &StashLimits) -> ForgeError {
-    ForgeError::new(
-        ErrorCode::StashFull,
-        format!(
-            "storing {} more bytes would put the stash over its {}-byte limit",
-            size, limits.max_total_size
-        ),
-    )
-    .suggest("delete keys you no longer need with forge.stash.delete")
+    limits.rules().bytes_full(size)
 }
 
 /// The space is at one of its caps (`stashes`: the count, else the bytes

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::bucket::{Bucket, Entry, cost};
-use super::caps::{self, Pool};
+use super::caps::Pool;
 use super::{At, Space, StashLimits, StateStore, Usage, check_key, check_put};
 use crate::error::ForgeError;
 
@@ -57,13 +57,12 @@ impl StateStore for MemoryStore {
         let result = (|| {
             let replaced = bucket.entries.get(key).map(|e| cost(key, &e.json));
             let size = cost(key, &json);
-            if replaced.is_none() && bucket.entries.len() >= self.limits.max_keys {
-                return Err(caps::keys_full(&self.limits));
-            }
-            let after = bucket.bytes - replaced.unwrap_or(0) + size;
-            if after > self.limits.max_total_size {
-                return Err(caps::bytes_full(size, &self.limits));
-            }
+            let after = self.limits.rules().check_caps(
+                bucket.entries.len(),
+                bucket.bytes,
+                replaced,
+                size,
+            )?;
             pool.make_room(after, new_bucket, &self.limits, now)?;
             bucket.bytes = after;
             bucket.entries.insert(

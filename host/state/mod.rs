@@ -39,7 +39,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::error::{ErrorCode, ForgeError, preview};
+use quickforge_core::stash::StashRules;
+
+use crate::error::ForgeError;
 
 pub use handle::{HandleKey, KeySource};
 pub use memory::MemoryStore;
@@ -97,14 +99,29 @@ impl std::fmt::Debug for Secret {
     }
 }
 
+impl StashLimits {
+    /// The bounds of one stash, as every backend applies them.
+    pub fn rules(&self) -> StashRules {
+        StashRules {
+            max_keys: self.max_keys,
+            max_value_size: self.max_value_size,
+            max_total_size: self.max_total_size,
+            default_ttl_secs: self.default_ttl_secs,
+            max_ttl_secs: self.max_ttl_secs,
+        }
+    }
+}
+
 impl Default for StashLimits {
     fn default() -> Self {
+        // One stash's defaults are the edge's too: kept in one place.
+        let one = StashRules::default();
         StashLimits {
-            max_keys: 256,
-            max_value_size: 1024 * 1024,
-            max_total_size: 16 * 1024 * 1024,
-            default_ttl_secs: 3600,
-            max_ttl_secs: 24 * 3600,
+            max_keys: one.max_keys,
+            max_value_size: one.max_value_size,
+            max_total_size: one.max_total_size,
+            default_ttl_secs: one.default_ttl_secs,
+            max_ttl_secs: one.max_ttl_secs,
             max_stashes: 128,
             max_gateway_size: 256 * 1024 * 1024,
             evict_idle_secs: 60,
@@ -116,9 +133,6 @@ impl Default for StashLimits {
 /// Largest `max_ttl_secs` accepted: 30 days. A stash is session scratch
 /// space, not storage.
 pub const MAX_TTL_SECS: u64 = 30 * 24 * 3600;
-
-/// Longest key, in bytes. Keys are names, not data.
-pub const MAX_KEY_LEN: usize = quickforge_filters::text::MAX_STASH_KEY_LEN;
 
 /// Who state belongs to: an opaque, unguessable id, sealed by a
 /// [`HandleKey`] when a client may see it.
@@ -297,20 +311,10 @@ impl Default for Stash {
     }
 }
 
-/// Keys are 1 to [`MAX_KEY_LEN`] bytes of `A-Z a-z 0-9 _ - . : /`: safe to
-/// log, to show a model, and to scope by prefix.
-pub fn check_key(key: &str) -> Result<(), ForgeError> {
-    if quickforge_filters::text::is_stash_key(key) {
-        Ok(())
-    } else {
-        Err(ForgeError::new(
-            ErrorCode::InvalidStashKey,
-            format!(
-                "invalid stash key {key:?}: use 1 to {MAX_KEY_LEN} characters of A-Z a-z 0-9 _ - . : /"
-            ),
-        ))
-    }
-}
+/// Keys are 1 to 256 bytes of `A-Z a-z 0-9 _ - . : /`: safe to
+/// log, to show a model, and to scope by prefix (the rule and its wording
+/// are `quickforge-core`'s, shared with the edge).
+pub use quickforge_core::stash::check_key;
 
 /// The checks of a put that need no state: the key, the value's size, the
 /// TTL (defaulted). Every backend runs them first.
@@ -320,30 +324,5 @@ pub fn check_put(
     json: &str,
     ttl: Option<Duration>,
 ) -> Result<Duration, ForgeError> {
-    check_key(key)?;
-    if json.len() > limits.max_value_size {
-        return Err(ForgeError::new(
-            ErrorCode::StashValueTooLarge,
-            format!(
-                "stash value for {:?} is {} bytes of JSON, over the {}-byte limit",
-                preview(key),
-                json.len(),
-                limits.max_value_size
-            ),
-        )
-        .suggest("store a smaller value, or split it across keys"));
-    }
-    let max_ttl = Duration::from_secs(limits.max_ttl_secs);
-    let ttl = ttl.unwrap_or(Duration::from_secs(limits.default_ttl_secs));
-    if ttl > max_ttl {
-        return Err(ForgeError::new(
-            ErrorCode::StashTtlTooLong,
-            format!(
-                "ttl of {}s is over the {}s maximum",
-                ttl.as_secs(),
-                max_ttl.as_secs()
-            ),
-        ));
-    }
-    Ok(ttl)
+    limits.rules().check_put(key, json, ttl)
 }

@@ -19,7 +19,7 @@ pub const DIST_DIGEST: &str = "edge/dist/SOURCE_DIGEST";
 /// Files and directories (relative to the root) whose content decides the
 /// composed component: the edge crates and their lockfile, both WIT
 /// packages, the committed guest itself, and the host sources the provider
-/// and front compile (the filters and catalog crates, result conversion,
+/// and front compile (the filters, catalog and core crates,
 /// `forge.d.ts`).
 const INPUTS: &[&str] = &[
     "edge/Cargo.toml",
@@ -32,7 +32,8 @@ const INPUTS: &[&str] = &[
     "wit/edge",
     "guest/dist/quickforge_guest.wasm",
     "host/forge.d.ts",
-    "host/gateway/convert.rs",
+    "host/core/Cargo.toml",
+    "host/core/src",
     "host/catalog/Cargo.toml",
     "host/catalog/src",
     "host/filters/Cargo.toml",

@@ -1,41 +1,35 @@
-//! The names `host/gateway/convert.rs` expects at `crate::error`, over the
-//! WIT types, so the provider compiles the native gateway's result
-//! conversion itself (through `#[path]`) instead of a copy.
+//! The provider builds the native gateway's own failures
+//! (`quickforge_core::ForgeError`, its codes and constructors) and turns
+//! them into the WIT types only where they cross into the guest.
 
-pub use crate::bindings::exports::quickforge::sandbox::types::ErrorCode;
-use crate::bindings::exports::quickforge::sandbox::types::{Code, ForgeError as Wit};
+use crate::bindings::exports::quickforge::sandbox::types::{
+    Code as WitCode, ErrorCode as WitErrorCode, ForgeError as Wit,
+};
+pub use quickforge_core::{Code, ErrorCode, ForgeError};
 
-/// A failure for the script, as the native gateway builds one.
-pub struct ForgeError(pub Wit);
-
-impl ForgeError {
-    /// `code` with `message`; retryable exactly where the native code is
-    /// (`host/error/code.rs`).
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> ForgeError {
-        ForgeError(Wit {
-            retryable: matches!(
-                code,
-                ErrorCode::CircuitOpen
-                    | ErrorCode::RateLimited
-                    | ErrorCode::ServerUnavailable
-                    | ErrorCode::StateUnavailable
-                    | ErrorCode::Timeout
-            ),
-            code: Code::Known(code),
-            message: message.into(),
-            suggestion: None,
-        })
-    }
-
-    /// Adds what to do instead.
-    pub fn suggest(mut self, suggestion: impl Into<String>) -> ForgeError {
-        self.0.suggestion = Some(suggestion.into());
-        self
-    }
+/// The WIT enum and [`ErrorCode`] name the same cases: the conversion is an
+/// exhaustive match, so a case missing on either side does not compile
+/// (the list is `quickforge_core::with_error_codes!`, the host's too).
+macro_rules! same_codes {
+    ($($case:ident),* $(,)?) => {
+        fn wit_code(c: ErrorCode) -> WitErrorCode {
+            match c { $(ErrorCode::$case => WitErrorCode::$case),* }
+        }
+    };
 }
+
+quickforge_core::with_error_codes!(same_codes);
 
 impl From<ForgeError> for Wit {
     fn from(e: ForgeError) -> Wit {
-        e.0
+        Wit {
+            code: match e.code {
+                Code::Known(c) => WitCode::Known(wit_code(c)),
+                Code::Other(text) => WitCode::Other(text),
+            },
+            message: e.message,
+            retryable: e.retryable,
+            suggestion: e.suggestion,
+        }
     }
 }

@@ -39,13 +39,6 @@ mod refresh;
 mod run;
 mod stash_kv;
 
-/// The native gateway's result conversion, compiled here unchanged
-/// (through `#[path]`, not `quickforge-catalog`: it builds the gateway's
-/// `ForgeError`, which `error.rs` provides here over the WIT types).
-#[path = "../../../host/gateway/convert.rs"]
-#[allow(dead_code)]
-mod convert;
-
 use std::cell::RefCell;
 
 use bindings::exports::quickforge::edge::control::{self, Report};

@@ -7,6 +7,7 @@
 //! calls under `Promise.all` take about 300 ms, not 1.5 s.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -19,7 +20,9 @@ use crate::config::Config;
 use crate::error::{ErrorCode, ForgeError};
 use crate::http::{Exchange, Step};
 use crate::mcp::{self, Answer};
+use crate::redact::Edge;
 use crate::stash_kv::Stash;
+use quickforge_core::convert;
 
 /// Timers one run may have pending (`setTimeout` and friends): bounds the
 /// provider's memory, far past what a script needs.
@@ -356,7 +359,7 @@ impl Run {
                             code,
                             message,
                             data,
-                        } => Err(crate::convert::rpc_error(&server, code, &message, data).into()),
+                        } => Err(convert::rpc_error(&Edge, &server, code, &message, data).into()),
                         Answer::Broken(why) => Err(ForgeError::new(
                             ErrorCode::InvalidResponse,
                             format!("{server}.{}: {why}", call.tool),
@@ -367,9 +370,9 @@ impl Run {
                         Answer::Result(v) if call.method == "tools/list" => Ok(v.to_string()),
                         Answer::Result(v) => {
                             let converted = if call.method == "resources/read" {
-                                Ok(crate::convert::read_result(v))
+                                Ok(convert::read_result(v))
                             } else {
-                                crate::convert::call_result(&server, &call.tool, v)
+                                convert::call_result(&Edge, &server, &call.tool, v)
                             };
                             converted.map(|v| v.to_string()).map_err(Into::into)
                         }
@@ -605,18 +608,20 @@ impl Run {
 
     /// Finishes every timer and call whose deadline passed.
     fn expire(&mut self, now: u64) {
-        let timeout = |server: &str, call: &Queued, ms: u64| -> Completion {
+        // Worded as natively (`quickforge_core`), naming this gateway's
+        // setting.
+        let limit = Duration::from_nanos(self.config.call_timeout_ns);
+        let timeout = |server: &str, call: &Queued| -> Completion {
             Completion {
                 id: call.id,
-                outcome: Err(ForgeError::new(
-                    ErrorCode::Timeout,
-                    format!("{server}.{} did not answer within {ms} ms", call.tool),
+                outcome: Err(ForgeError::call_timeout(
+                    server,
+                    limit,
+                    "QUICKFORGE_EDGE_CALL_TIMEOUT_MS",
                 )
-                .suggest("retry later, or ask for less at once")
                 .into()),
             }
         };
-        let ms = self.config.call_timeout_ns / 1_000_000;
         let (due, kept): (Vec<_>, Vec<_>) = self.timers.iter().partition(|(_, d)| *d <= now);
         self.timers = kept;
         for (id, _) in due {
@@ -629,7 +634,7 @@ impl Run {
         while i < self.ops.len() {
             match &self.ops[i].purpose {
                 Purpose::Call { server, call, .. } if call.deadline <= now => {
-                    let done = timeout(server, call, ms);
+                    let done = timeout(server, call);
                     self.ops.swap_remove(i);
                     self.ready.push_back(done);
                 }
@@ -643,7 +648,7 @@ impl Run {
                     .partition(|c| c.deadline <= now);
                 *queue = kept;
                 for call in due {
-                    self.ready.push_back(timeout(server, &call, ms));
+                    self.ready.push_back(timeout(server, &call));
                 }
             }
         }

@@ -24,8 +24,11 @@
 
 use std::collections::BTreeMap;
 
+use std::time::Duration;
+
+use quickforge_core::preview;
+use quickforge_core::stash::{StashRules, check_key, cost};
 use quickforge_filters::seal::{RANDOM_BYTES, SealKey};
-use quickforge_filters::text::{MAX_STASH_KEY_LEN, is_stash_key};
 
 use crate::bindings::exports::quickforge::sandbox::types::ForgeError as Wit;
 #[cfg(feature = "keyvalue")]
@@ -36,18 +39,9 @@ use portable::{self as store, Bucket};
 
 /// The prefix of a stash handle: the native one, so a model reads both alike.
 const PREFIX: &str = "qfs_";
-/// Largest value, bytes: the native default `max_value_size`.
-const MAX_VALUE: usize = 1 << 20;
-/// Most keys in one stash: the native default `max_keys`.
-const MAX_KEYS: usize = 256;
-/// Most bytes (keys and values) in one stash: the native default
-/// `max_total_size`.
-const MAX_TOTAL: usize = 16 << 20;
-/// TTL of a value put without one: the native default `default_ttl_secs`.
-const DEFAULT_TTL_SECS: u64 = 3600;
-/// Longest TTL: the native default `max_ttl_secs` (a stash is scratch
-/// space between executions, not storage).
-const MAX_TTL_SECS: u64 = 24 * 3600;
+/// One stash's bounds: the native defaults of `[sandbox.stash]`, checked by
+/// the native code with the native refusals (`quickforge_core::stash`).
+const RULES: StashRules = StashRules::DEFAULT;
 
 /// One key's entry in the index: when it expires (Unix ms) and its cost
 /// (key and value bytes).
@@ -109,34 +103,16 @@ impl Stash {
 
     /// `forge.stash.put`.
     pub fn put(&mut self, key: &str, json: String, ttl: Option<u64>) -> Result<(), Wit> {
-        check_key(key)?;
-        if json.len() > MAX_VALUE {
-            return Err(ForgeError::new(
-                ErrorCode::StashValueTooLarge,
-                format!(
-                    "stash value for {:?} is {} bytes of JSON, over the {MAX_VALUE}-byte limit",
-                    preview(key),
-                    json.len()
-                ),
-            )
-            .suggest("store a smaller value, or split it across keys")
-            .into());
-        }
-        let ttl = ttl.unwrap_or(DEFAULT_TTL_SECS);
-        if ttl > MAX_TTL_SECS {
-            return Err(ForgeError::new(
-                ErrorCode::StashTtlTooLong,
-                format!("ttl of {ttl}s is over the {MAX_TTL_SECS}s maximum"),
-            )
-            .into());
-        }
+        let ttl = RULES
+            .check_put(key, &json, ttl.map(Duration::from_secs))?
+            .as_secs();
         let now = now_ms();
         let expires = now.saturating_add(ttl.saturating_mul(1000));
-        let cost = key.len() + json.len();
+        let size = cost(key, &json);
         if self.key.is_none() {
             self.local.retain(|_, (e, _)| *e > now);
-            let costs = self.local.iter().map(|(k, (_, v))| (k, k.len() + v.len()));
-            caps(costs, key, cost)?;
+            let costs = self.local.iter().map(|(k, (_, v))| (k, cost(k, v)));
+            caps(costs, key, size)?;
             self.local.insert(key.to_string(), (expires, json));
             return Ok(());
         }
@@ -150,12 +126,12 @@ impl Stash {
         for k in &expired {
             index.remove(k);
         }
-        caps(index.iter().map(|(k, (_, c))| (k, *c)), key, cost)?;
+        caps(index.iter().map(|(k, (_, c))| (k, *c)), key, size)?;
         let value = format!("{expires}\n{json}");
         bucket
             .set(&format!("qfs/{id}/{key}"), value.as_bytes())
             .map_err(unavailable)?;
-        index.insert(key.to_string(), (expires, cost));
+        index.insert(key.to_string(), (expires, size));
         write_index(bucket, &id, index)?;
         for k in expired {
             // Best effort: a value left behind is expired, so never read.
@@ -256,41 +232,22 @@ impl Stash {
     }
 }
 
-/// Fails when adding `key` at `cost` bytes would pass a cap of a stash
-/// whose live entries cost `costs` (key → bytes).
+/// The native caps (`StashRules::check_caps`) for adding `key` at `size`
+/// bytes to a stash whose live entries cost `costs` (key → bytes).
 fn caps<'a>(
     costs: impl Iterator<Item = (&'a String, usize)>,
     key: &str,
-    cost: usize,
-) -> Result<(), Wit> {
-    let (mut others, mut total, mut replaced) = (0usize, cost, false);
+    size: usize,
+) -> Result<(), ForgeError> {
+    let (mut keys, mut bytes, mut replaced) = (0, 0, None);
     for (k, c) in costs {
+        keys += 1;
+        bytes += c;
         if k == key {
-            replaced = true;
-        } else {
-            others += 1;
-            total += c;
+            replaced = Some(c);
         }
     }
-    if !replaced && others >= MAX_KEYS {
-        return Err(ForgeError::new(
-            ErrorCode::StashFull,
-            format!("the stash holds {MAX_KEYS} keys, its limit"),
-        )
-        .suggest("delete keys you no longer need with forge.stash.delete")
-        .into());
-    }
-    if total > MAX_TOTAL {
-        return Err(ForgeError::new(
-            ErrorCode::StashFull,
-            format!(
-                "a value of {cost} bytes would bring the stash to {total} bytes, over its {MAX_TOTAL}-byte limit"
-            ),
-        )
-        .suggest("delete keys you no longer need with forge.stash.delete")
-        .into());
-    }
-    Ok(())
+    RULES.check_caps(keys, bytes, replaced, size).map(drop)
 }
 
 fn write_index(bucket: &Bucket, id: &str, index: &Index) -> Result<(), Wit> {
@@ -303,20 +260,6 @@ fn live<'a>(entries: impl Iterator<Item = (&'a String, u64)>, now: u64) -> Vec<S
         .filter(|(_, e)| *e > now)
         .map(|(k, _)| k.clone())
         .collect()
-}
-
-/// The native key rule (`quickforge_filters::text::is_stash_key`).
-fn check_key(key: &str) -> Result<(), Wit> {
-    if is_stash_key(key) {
-        return Ok(());
-    }
-    Err(ForgeError::new(
-        ErrorCode::InvalidStashKey,
-        format!(
-            "invalid stash key {key:?}: use 1 to {MAX_STASH_KEY_LEN} characters of A-Z a-z 0-9 _ - . : /"
-        ),
-    )
-    .into())
 }
 
 /// Wall-clock time, Unix milliseconds: expiries must hold across instances.
@@ -346,16 +289,6 @@ fn corrupt() -> Wit {
 
 fn internal(message: &str) -> Wit {
     ForgeError::new(ErrorCode::Internal, message).into()
-}
-
-/// The first characters of a client's text, for an error message.
-fn preview(text: &str) -> String {
-    let cut: String = text.chars().take(80).collect();
-    if cut.len() < text.len() {
-        format!("{cut}…")
-    } else {
-        cut
-    }
 }
 
 /// The portable build's stand-in for `wasi:keyvalue/store`: it opens

@@ -39,33 +39,7 @@ macro_rules! same_codes {
     };
 }
 
-same_codes!(
-    ArgsTooLarge,
-    CircuitOpen,
-    Declined,
-    DownstreamError,
-    GroupPolicyDenied,
-    Internal,
-    InvalidArgument,
-    InvalidArguments,
-    InvalidResponse,
-    InvalidStashKey,
-    ModeDenied,
-    PolicyDenied,
-    RateLimited,
-    ResponseTooLarge,
-    ServerNotFound,
-    ServerUnavailable,
-    StashFull,
-    StashTtlTooLong,
-    StashValueTooLarge,
-    StateUnavailable,
-    Thrown,
-    Timeout,
-    ToolCallBudget,
-    ToolError,
-    ToolNotFound,
-);
+quickforge_core::with_error_codes!(same_codes);
 
 impl From<ForgeError> for wit::ForgeError {
     fn from(e: ForgeError) -> Self {

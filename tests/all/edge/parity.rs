@@ -15,9 +15,18 @@ async fn native(url: &str, code: &str) -> Value {
 
 /// The script's value from `quickforge run` with `flags`.
 async fn native_with(url: &str, code: &str, flags: &[&str]) -> Value {
+    native_configured(url, "", code, flags).await
+}
+
+/// The script's value from `quickforge run` with `flags`, the fixture's
+/// server table extended by `server_toml`.
+async fn native_configured(url: &str, server_toml: &str, code: &str, flags: &[&str]) -> Value {
     use tokio::io::AsyncWriteExt;
     let dir = scratch("edge-parity-native");
-    let config = write_config(&dir, &format!("[servers.fixture]\nurl = \"{url}\"\n"));
+    let config = write_config(
+        &dir,
+        &format!("[servers.fixture]\nurl = \"{url}\"\n{server_toml}"),
+    );
     let mut child = quickforge_cmd(Some(&config))
         .args(["run", "-"])
         .args(flags)
@@ -173,4 +182,107 @@ async fn edge_redacts_downstream_errors_as_natively() {
         assert!(!text.contains(secret), "{secret} leaked: {edge:#}");
     }
     assert!(text.contains("[REDACTED"), "{edge:#}");
+}
+
+/// Every refusal of the stash, edge (its one-request stash) against native
+/// (`quickforge run`'s memory store): an invalid key (a long one, quoted
+/// short), a value over the size limit, a TTL over the maximum, the key
+/// count and the total size. Both apply `quickforge_core::stash`, so code,
+/// message, suggestion and retryability must be equal.
+#[tokio::test]
+async fn edge_refuses_stash_writes_as_natively() {
+    let (_fixture, url, manifest) = fixture_and_manifest("edge-parity-stash").await;
+    let client = connect(&serve(env_for(&url, &manifest, &[])).await, None)
+        .await
+        .unwrap();
+    let code = r#"async () => {
+        const seen = [];
+        const attempt = async (f) => {
+            try { await f(); seen.push("stored"); }
+            catch (e) { seen.push({code: e.code, message: e.message, suggestion: e.suggestion, retryable: e.retryable}); }
+        };
+        await attempt(() => forge.stash.put("a b", 1));
+        await attempt(() => forge.stash.put("ключ".repeat(100), 1));
+        await attempt(() => forge.stash.delete("semi;colon"));
+        await attempt(() => forge.stash.put("big", "x".repeat(1024 * 1024)));
+        await attempt(() => forge.stash.put("k", 1, {ttl: 86401}));
+        for (let i = 0; i < 256; i++) await forge.stash.put(`k${i}`, i);
+        await attempt(() => forge.stash.put("one-more", 1));
+        await attempt(() => forge.stash.put("k0", "replaced"));
+        for (let i = 0; i < 256; i++) await forge.stash.delete(`k${i}`);
+        const mb = "x".repeat(1024 * 1024 - 16);
+        for (let i = 0; i < 15; i++) await forge.stash.put(`m${i}`, mb);
+        await attempt(() => forge.stash.put("m15", mb));
+        await attempt(() => forge.stash.put("m16", mb));
+        seen.push(await forge.stash.keys());
+        return seen;
+    }"#;
+    let edge = ok(&client, "execute", code).await;
+    let native = native(&url, code).await;
+    assert_eq!(edge, native, "edge and native stash refusals differ");
+    let codes: Vec<&str> = edge
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["code"].as_str())
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "INVALID_STASH_KEY",
+            "INVALID_STASH_KEY",
+            "INVALID_STASH_KEY",
+            "STASH_VALUE_TOO_LARGE",
+            "STASH_TTL_TOO_LONG",
+            "STASH_FULL",
+            "STASH_FULL",
+        ],
+        "{edge:#}"
+    );
+    assert!(edge[1]["message"].as_str().unwrap().len() < 600, "{edge:#}");
+    assert_eq!(edge[6], "stored", "replacing a key at the key limit");
+    assert_eq!(edge[7], "stored", "the 16th value of a megabyte still fits");
+}
+
+/// A call past its deadline is the same `TIMEOUT` as natively: the same
+/// words, the same suggestion and retryability; only the setting named
+/// differs (natively the server's `timeout_secs`, on the edge
+/// `QUICKFORGE_EDGE_CALL_TIMEOUT_MS`). The next call is served.
+#[tokio::test]
+async fn edge_times_out_a_call_as_natively() {
+    let (_fixture, url, manifest) = fixture_and_manifest("edge-parity-timeout").await;
+    let client = connect(
+        &serve(env_for(
+            &url,
+            &manifest,
+            &[("QUICKFORGE_EDGE_CALL_TIMEOUT_MS", "1000")],
+        ))
+        .await,
+        None,
+    )
+    .await
+    .unwrap();
+    let code = r#"async () => {
+        const seen = [];
+        try { await forge.callTool("fixture", "slow", {ms: 3000}); seen.push("answered"); }
+        catch (e) { seen.push({code: e.code, message: e.message, suggestion: e.suggestion, retryable: e.retryable}); }
+        seen.push(await forge.callTool("fixture", "slow", {ms: 1}));
+        return seen;
+    }"#;
+    let edge = ok(&client, "execute", code).await;
+    let native = native_configured(&url, "timeout_secs = 1\n", code, &[]).await;
+    let edge_text = edge
+        .to_string()
+        .replace("QUICKFORGE_EDGE_CALL_TIMEOUT_MS", "its timeout_secs");
+    assert_eq!(
+        edge_text,
+        native.to_string(),
+        "edge {edge:#}\nnative {native:#}"
+    );
+    assert_eq!(edge[0]["code"], "TIMEOUT", "{edge:#}");
+    assert_eq!(edge[0]["retryable"], true, "{edge:#}");
+    assert_eq!(
+        edge[0]["message"],
+        "server \"fixture\" did not answer within 1 s (QUICKFORGE_EDGE_CALL_TIMEOUT_MS)"
+    );
 }

@@ -13,10 +13,52 @@
 //!   Forgemax's `truncated: true` and `original_size` instead);
 //! - one block is returned as itself, several as an array, none as `null`;
 //! - `isError: true` becomes a `TOOL_ERROR` carrying the server's text.
+//!
+//! Every downstream text quoted in a `ForgeError` goes through the caller's
+//! [`Redactor`]: natively [`Native`] (the rule set compiled in-process), on
+//! the edge the pre-initialized redactor component.
 
 use serde_json::{Map, Value, json};
 
-use crate::error::{ErrorCode, ForgeError};
+use crate::code::ErrorCode;
+use crate::error::ForgeError;
+
+/// How a gateway takes secrets out of downstream text.
+pub trait Redactor {
+    /// `text` redacted, or `None` when it holds nothing to redact.
+    fn redact(&self, text: &str) -> Option<String>;
+
+    /// `text` redacted, then cut to at most `max` bytes (see
+    /// [`quickforge_filters::redact::redact_clip`] for why in that order).
+    fn redact_clip(&self, text: &str, max: usize) -> String;
+
+    /// A JSON error payload redacted in place (sensitive field names at any
+    /// depth, every string through [`Redactor::redact`]); whether anything
+    /// changed.
+    fn redact_json(&self, value: &mut Value) -> bool {
+        quickforge_filters::redact::redact_json_with(value, &|text| self.redact(text))
+    }
+}
+
+/// The native gateway's redaction: `quickforge_filters::redact`, whose rule
+/// set compiles once per process.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Native;
+
+impl Redactor for Native {
+    fn redact(&self, text: &str) -> Option<String> {
+        let r = quickforge_filters::redact::redact(text);
+        r.changed.then_some(r.text)
+    }
+
+    fn redact_clip(&self, text: &str, max: usize) -> String {
+        quickforge_filters::redact::redact_clip(text, max)
+    }
+
+    fn redact_json(&self, value: &mut Value) -> bool {
+        quickforge_filters::redact::redact_json(value)
+    }
+}
 
 /// Longest base64 `data` of one image, audio or blob handed to a script, in
 /// bytes: 1 MiB, Forgemax's bound on binary content and quickforge's
@@ -32,9 +74,15 @@ pub const MAX_ERROR_TEXT: usize = 2048;
 /// message and `data` (the data often says more: which field, which
 /// limit), the data redacted as JSON (a sensitive field goes whatever its
 /// value), then all of it as text, and only then cut; with its code.
-pub fn rpc_error(server: &str, code: i64, message: &str, data: Option<Value>) -> ForgeError {
+pub fn rpc_error(
+    redactor: &dyn Redactor,
+    server: &str,
+    code: i64,
+    message: &str,
+    data: Option<Value>,
+) -> ForgeError {
     let detail = data.map(|mut d| {
-        crate::redact::redact_json(&mut d);
+        redactor.redact_json(&mut d);
         format!("; data: {d}")
     });
     let text = format!("{message}{}", detail.unwrap_or_default());
@@ -42,7 +90,7 @@ pub fn rpc_error(server: &str, code: i64, message: &str, data: Option<Value>) ->
         ErrorCode::DownstreamError,
         format!(
             "server {server:?} refused the request: {} (JSON-RPC error {code})",
-            crate::redact::redact_clip(&text, MAX_ERROR_TEXT),
+            redactor.redact_clip(&text, MAX_ERROR_TEXT),
         ),
     )
 }
@@ -61,10 +109,16 @@ pub enum Shape {
 impl Shape {
     /// `result` (a `tools/call` result, as JSON) from `server`'s `tool`, in
     /// this shape.
-    pub fn convert(self, server: &str, tool: &str, result: Value) -> Result<Value, ForgeError> {
+    pub fn convert(
+        self,
+        redactor: &dyn Redactor,
+        server: &str,
+        tool: &str,
+        result: Value,
+    ) -> Result<Value, ForgeError> {
         match self {
-            Shape::Script => call_result(server, tool, result),
-            Shape::Mcp => mcp_result(server, tool, result),
+            Shape::Script => call_result(redactor, server, tool, result),
+            Shape::Mcp => mcp_result(redactor, server, tool, result),
         }
     }
 }
@@ -72,18 +126,28 @@ impl Shape {
 /// A `tools/call` result (as JSON) kept as the server sent it (content
 /// blocks, `structuredContent`), for a direct tool's client; an error
 /// result becomes the same redacted, bounded `TOOL_ERROR` a script gets.
-pub fn mcp_result(server: &str, tool: &str, result: Value) -> Result<Value, ForgeError> {
+pub fn mcp_result(
+    redactor: &dyn Redactor,
+    server: &str,
+    tool: &str,
+    result: Value,
+) -> Result<Value, ForgeError> {
     let failed = result
         .as_object()
         .is_none_or(|o| o.get("isError").and_then(Value::as_bool) == Some(true));
     if failed {
-        return call_result(server, tool, result);
+        return call_result(redactor, server, tool, result);
     }
     Ok(result)
 }
 
 /// Converts a `tools/call` result (as JSON) from `server`'s `tool`.
-pub fn call_result(server: &str, tool: &str, result: Value) -> Result<Value, ForgeError> {
+pub fn call_result(
+    redactor: &dyn Redactor,
+    server: &str,
+    tool: &str,
+    result: Value,
+) -> Result<Value, ForgeError> {
     let Value::Object(mut result) = result else {
         return Err(ForgeError::new(
             ErrorCode::InvalidResponse,
@@ -110,7 +174,7 @@ pub fn call_result(server: &str, tool: &str, result: Value) -> Result<Value, For
             result
                 .get_mut("structuredContent")
                 .map(|v| {
-                    crate::redact::redact_json(v);
+                    redactor.redact_json(v);
                     v.to_string()
                 })
                 .unwrap_or_else(|| "the tool reported an error without a message".into())
@@ -122,7 +186,7 @@ pub fn call_result(server: &str, tool: &str, result: Value) -> Result<Value, For
             ErrorCode::ToolError,
             format!(
                 "{server}.{tool} failed: {}",
-                crate::redact::redact_clip(&text, MAX_ERROR_TEXT)
+                redactor.redact_clip(&text, MAX_ERROR_TEXT)
             ),
         )
         .suggest("the downstream tool reported this error; check the arguments against manifest.tool(...)"));
@@ -255,20 +319,26 @@ mod tests {
     #[test]
     fn structured_content_wins() {
         let r = json!({"content": [{"type": "text", "text": "ignored"}], "structuredContent": {"a": 1}});
-        assert_eq!(call_result("s", "t", r).unwrap(), json!({"a": 1}));
+        assert_eq!(call_result(&Native, "s", "t", r).unwrap(), json!({"a": 1}));
     }
 
     #[test]
     fn text_parses_as_json_when_it_is_json() {
         let one = |t: &str| {
-            call_result("s", "t", json!({"content": [{"type": "text", "text": t}]})).unwrap()
+            call_result(
+                &Native,
+                "s",
+                "t",
+                json!({"content": [{"type": "text", "text": t}]}),
+            )
+            .unwrap()
         };
         assert_eq!(one("{\"x\": [1, 2]}"), json!({"x": [1, 2]}));
         assert_eq!(one("42"), json!(42));
         assert_eq!(one("Echo: hello"), json!("Echo: hello"));
         assert_eq!(one("[not json"), json!("[not json"));
         assert_eq!(
-            call_result("s", "t", json!({"content": []})).unwrap(),
+            call_result(&Native, "s", "t", json!({"content": []})).unwrap(),
             Value::Null
         );
     }
@@ -282,7 +352,7 @@ mod tests {
             {"type": "resource", "resource": {"uri": "test://1", "mimeType": "application/json", "text": "{\"k\":1}"}},
             {"type": "resource_link", "uri": "test://2", "name": "two"}
         ]});
-        let v = call_result("s", "t", r).unwrap();
+        let v = call_result(&Native, "s", "t", r).unwrap();
         assert_eq!(v[0], json!("a"));
         assert_eq!(
             v[1],
@@ -299,7 +369,7 @@ mod tests {
     #[test]
     fn is_error_becomes_a_tool_error() {
         let r = json!({"isError": true, "content": [{"type": "text", "text": "repo not found"}]});
-        let e = call_result("github", "get", r).unwrap_err();
+        let e = call_result(&Native, "github", "get", r).unwrap_err();
         assert_eq!(e.code, "TOOL_ERROR");
         assert!(
             e.message.contains("github.get failed: repo not found"),
@@ -325,6 +395,7 @@ mod tests {
         );
         let big = "A".repeat(MAX_BINARY_DATA + 4);
         let image = call_result(
+            &Native,
             "s",
             "t",
             json!({"content": [{"type": "image", "data": big, "mimeType": "image/png"}]}),

@@ -89,6 +89,44 @@ pub enum ErrorCode {
     ToolNotFound,
 }
 
+/// Calls the macro `$m` with every [`ErrorCode`] case, in order: for the
+/// conversions to and from a WIT binding's `error-code` (the host's
+/// `sandbox::imports`, the edge provider's `error.rs`), which are
+/// exhaustive matches, so a case missing on either side does not compile.
+/// A test holds this list to the enum.
+#[macro_export]
+macro_rules! with_error_codes {
+    ($m:ident) => {
+        $m! {
+            ArgsTooLarge,
+            CircuitOpen,
+            Declined,
+            DownstreamError,
+            GroupPolicyDenied,
+            Internal,
+            InvalidArgument,
+            InvalidArguments,
+            InvalidResponse,
+            InvalidStashKey,
+            ModeDenied,
+            PolicyDenied,
+            RateLimited,
+            ResponseTooLarge,
+            ServerNotFound,
+            ServerUnavailable,
+            StashFull,
+            StashTtlTooLong,
+            StashValueTooLarge,
+            StateUnavailable,
+            Thrown,
+            Timeout,
+            ToolCallBudget,
+            ToolError,
+            ToolNotFound
+        }
+    };
+}
+
 impl ErrorCode {
     /// The code's text, e.g. `SERVER_NOT_FOUND`.
     pub fn as_str(self) -> &'static str {
@@ -206,6 +244,15 @@ mod tests {
         assert!(ErrorCode::Timeout.retryable() && ErrorCode::RateLimited.retryable());
         assert!(!ErrorCode::ToolNotFound.retryable());
         assert_eq!(Code::from("MY_OWN"), Code::Other("MY_OWN".into()));
+        macro_rules! listed {
+            ($($case:ident),*) => { vec![$(ErrorCode::$case),*] };
+        }
+        let listed: Vec<ErrorCode> = crate::with_error_codes!(listed);
+        assert_eq!(
+            listed,
+            ErrorCode::iter().collect::<Vec<_>>(),
+            "with_error_codes!"
+        );
         assert_eq!(
             serde_json::to_string(&Code::Known(ErrorCode::Timeout)).unwrap(),
             "\"TIMEOUT\""

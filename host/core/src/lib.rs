@@ -1,0 +1,21 @@
+//! quickforge's call vocabulary, kept free of the gateway (no rmcp, no
+//! Wasmtime, no async) so that the native gateway and the edge provider
+//! (`edge/provider`, `wasm32-wasip2`) fail alike, in the same words:
+//!
+//! - [`error`] — [`ForgeError`], the failure of one `forge.*` operation, and
+//!   the constructors both gateways share (an unknown server, a call past
+//!   its deadline);
+//! - [`code`] — [`ErrorCode`], the one vocabulary of codes;
+//! - [`convert`] — a downstream result as a script sees it, and a
+//!   downstream JSON-RPC error as a `ForgeError`, redacted by the caller's
+//!   [`convert::Redactor`];
+//! - [`stash`] — the rules of one stash (key, value size, TTL, caps) and
+//!   their refusals, which every stash backend applies.
+
+pub mod code;
+pub mod convert;
+pub mod error;
+pub mod stash;
+
+pub use code::{Code, ErrorCode};
+pub use error::{ForgeError, preview};
