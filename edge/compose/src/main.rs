@@ -54,8 +54,11 @@ const INCOMING: &str = "wasi:http/incoming-handler@0.2.12";
 const EMPTY_ENVIRONMENT: &str = "wasi:cli/environment@0.2.12";
 /// An import of the environment, any version.
 const ENVIRONMENT_PREFIX: &str = "wasi:cli/environment@";
-/// The redactor's export, the provider's import of it.
+/// The redactor's exports, the provider's imports of them: redaction and
+/// the sanitizer, both in the redactor's pre-initialized snapshot.
 const REDACT: &str = "quickforge:edge/redact@0.1.0";
+/// See [`REDACT`].
+const SANITIZE: &str = "quickforge:edge/sanitize@0.1.0";
 
 fn main() -> Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -172,13 +175,15 @@ fn compose(
     let front_environment = environment_import(&graph, front);
 
     let redactor = graph.instantiate(redactor);
-    let redact = graph
-        .alias_instance_export(redactor, REDACT)
-        .with_context(|| format!("the redactor does not export {REDACT}"))?;
     let provider = graph.instantiate(provider);
-    graph
-        .set_instantiation_argument(provider, REDACT, redact)
-        .with_context(|| format!("wiring the provider's {REDACT}"))?;
+    for name in [REDACT, SANITIZE] {
+        let export = graph
+            .alias_instance_export(redactor, name)
+            .with_context(|| format!("the redactor does not export {name}"))?;
+        graph
+            .set_instantiation_argument(provider, name, export)
+            .with_context(|| format!("wiring the provider's {name}"))?;
+    }
     let mut sandbox: Vec<(String, NodeId)> = Vec::new();
     for name in SANDBOX {
         let full = format!("quickforge:sandbox/{name}@{SANDBOX_VERSION}");

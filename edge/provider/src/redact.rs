@@ -1,11 +1,16 @@
-//! The native gateway's redaction, done by the redactor component (imported
-//! as `quickforge:edge/redact`), which the composition pre-initialized: the
-//! rule set is never compiled in a request. The JSON walk is the native one
-//! (`Redactor::redact_json`'s default), run here, so only strings cross.
+//! The native gateway's redaction and tool-metadata cleaning, done by the
+//! redactor component (imported as `quickforge:edge/redact` and
+//! `quickforge:edge/sanitize`), which the composition pre-initialized:
+//! neither rule set is compiled in a request. The JSON walks are the native
+//! ones (`Redactor::redact_json`'s default, `clean_schema_with`), run here,
+//! so only strings cross.
 
 use quickforge_core::convert::Redactor;
 
+use quickforge_filters::sanitize::{Cleaned, Findings};
+
 use crate::bindings::quickforge::edge::redact as redactor;
+use crate::bindings::quickforge::edge::sanitize as sanitizer;
 
 /// The redactor component, as `quickforge_core::convert` takes redaction.
 pub struct Edge;
@@ -23,4 +28,18 @@ impl Redactor for Edge {
 /// `text` redacted, then cut to at most `max` bytes.
 pub fn redact_clip(text: &str, max: usize) -> String {
     redactor::redact_clip(text, u32::try_from(max).unwrap_or(u32::MAX))
+}
+
+/// `quickforge_filters::sanitize::clean_text`, by the redactor component.
+pub fn clean_text(text: &str, max: usize) -> Cleaned {
+    let (text, found) = sanitizer::clean_text(text, u32::try_from(max).unwrap_or(u32::MAX));
+    Cleaned {
+        text,
+        found: Findings {
+            instructions: found.instructions,
+            hidden: found.hidden,
+            cut: found.cut,
+            dropped: found.dropped,
+        },
+    }
 }

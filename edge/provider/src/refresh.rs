@@ -142,7 +142,7 @@ fn merged(snapshot: &Value, listed: &[Value]) -> Value {
         .collect();
     let mut tools: Vec<ToolEntry> = listed
         .iter()
-        .filter_map(ToolEntry::from_json)
+        .filter_map(|t| ToolEntry::from_json_with(t, &crate::redact::clean_text))
         .filter(|t| {
             allowed
                 .get(t.name.as_str())

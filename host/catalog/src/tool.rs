@@ -58,13 +58,23 @@ impl ToolEntry {
     /// `inputSchema`, ...), its text cleaned (see [`sanitize`]). `None`
     /// when it has no name, or a name that is not a plain identifier.
     pub fn from_json(tool: &Value) -> Option<ToolEntry> {
+        ToolEntry::from_json_with(tool, &sanitize::clean_text)
+    }
+
+    /// [`ToolEntry::from_json`] with the text cleaning given: `clean` is
+    /// [`sanitize::clean_text`] or the same code elsewhere (the edge
+    /// provider's pre-initialized redactor component).
+    pub fn from_json_with(
+        tool: &Value,
+        clean_text: &dyn Fn(&str, usize) -> sanitize::Cleaned,
+    ) -> Option<ToolEntry> {
         let name = tool.get("name")?.as_str()?;
         if !sanitize::valid_tool_name(name) {
             return None;
         }
         let mut found = sanitize::Findings::default();
         let mut clean = |t: &str, max: usize| {
-            let c = sanitize::clean_text(t, max);
+            let c = clean_text(t, max);
             found |= c.found;
             c.text
         };
@@ -77,7 +87,7 @@ impl ToolEntry {
             .unwrap_or_default();
         let mut schema = |k: &str| {
             tool.get(k).filter(|s| s.is_object()).cloned().map(|mut s| {
-                found |= sanitize::clean_schema(&mut s);
+                found |= sanitize::clean_schema_with(&mut s, clean_text);
                 s
             })
         };

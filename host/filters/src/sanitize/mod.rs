@@ -28,7 +28,7 @@ mod schema;
 mod tests;
 mod text;
 
-pub use schema::clean_schema;
+pub use schema::{clean_schema, clean_schema_with};
 
 /// Longest tool name, characters: the MCP specification's limit (1 to 128).
 pub const MAX_TOOL_NAME: usize = 128;

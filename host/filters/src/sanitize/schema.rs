@@ -27,6 +27,14 @@ use super::{Cleaned, Findings, MAX_SCHEMA, MAX_SHORT_TEXT, clean_text};
 /// or after cleaning, is replaced by a plain object schema. Returns what
 /// was removed or changed.
 pub fn clean_schema(schema: &mut Value) -> Findings {
+    clean_schema_with(schema, &clean_text)
+}
+
+/// [`clean_schema`] with the text cleaning given: `clean` is
+/// [`clean_text`] or the same code elsewhere (the edge provider passes its
+/// pre-initialized redactor component's, so the sanitizer's regexes are
+/// never compiled in a request).
+pub fn clean_schema_with(schema: &mut Value, clean: &dyn Fn(&str, usize) -> Cleaned) -> Findings {
     let mut found = Findings::default();
     if replace_if_huge(schema, &mut found) {
         return found;
@@ -37,12 +45,12 @@ pub fn clean_schema(schema: &mut Value) -> Findings {
     while let Some((value, regex_keys)) = stack.pop() {
         match value {
             Value::String(s) => {
-                let c = clean_text(s, MAX_SHORT_TEXT);
+                let c = clean(s, MAX_SHORT_TEXT);
                 found |= c.found;
                 *s = c.text;
             }
             Value::Object(map) => {
-                clean_keys(map, regex_keys, &mut found);
+                clean_keys(map, regex_keys, &mut found, clean);
                 for (k, child) in map.iter_mut() {
                     stack.push((child, k == "patternProperties"));
                 }
@@ -74,7 +82,12 @@ fn replace_if_huge(schema: &mut Value, found: &mut Findings) -> bool {
 /// them), keeping the order. Drops an entry whose key is a regex that
 /// cleaning would change (`regex_keys`), whose cleaned key is taken, or
 /// that is a `pattern` string cleaning would change.
-fn clean_keys(map: &mut Map<String, Value>, regex_keys: bool, found: &mut Findings) {
+fn clean_keys(
+    map: &mut Map<String, Value>,
+    regex_keys: bool,
+    found: &mut Findings,
+    clean_text: &dyn Fn(&str, usize) -> Cleaned,
+) {
     let clean = |s: &str| Some(clean_text(s, MAX_SHORT_TEXT)).filter(|c| c.text != s);
     let keys: Vec<Option<Cleaned>> = map.keys().map(|k| clean(k)).collect();
     let pattern = map.get("pattern").and_then(Value::as_str).and_then(clean);
