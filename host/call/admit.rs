@@ -16,11 +16,7 @@ pub const MAX_NAME_LEN: usize = 4096;
 pub fn mode(mode: Mode, api: &str) -> Result<(), ForgeError> {
     match mode {
         Mode::Execute | Mode::Direct => Ok(()),
-        Mode::Search => Err(ForgeError::new(
-            ErrorCode::ModeDenied,
-            format!("{api} is not available in search; search code can only read `manifest`"),
-        )
-        .suggest("find the tool with search, then call it from the execute tool")),
+        Mode::Search => Err(ForgeError::mode_denied(api)),
     }
 }
 
@@ -47,14 +43,7 @@ pub fn args(
     max: usize,
 ) -> Result<Map<String, Value>, ForgeError> {
     if json.len() > max {
-        return Err(ForgeError::new(
-            ErrorCode::ArgsTooLarge,
-            format!(
-                "the arguments to {server}/{tool} are {} bytes of JSON, over the {max}-byte limit",
-                json.len()
-            ),
-        )
-        .suggest("send less data per call"));
+        return Err(ForgeError::args_too_large(server, tool, json.len(), max));
     }
     match crate::guest_json::parse_json(json) {
         Ok(Value::Object(args)) => Ok(args),

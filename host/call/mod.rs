@@ -495,14 +495,7 @@ impl Pipeline {
         // budget
         if self.calls >= self.limits.max_calls {
             self.budget_spent = true;
-            return Err(ForgeError::new(
-                ErrorCode::ToolCallBudget,
-                format!(
-                    "this execution already started its limit of {} tool calls and resource reads",
-                    self.limits.max_calls
-                ),
-            )
-            .suggest("batch the work into fewer calls, or continue in another execution (forge.stash carries data over)"));
+            return Err(ForgeError::call_budget(self.limits.max_calls));
         }
         self.calls += 1;
         let id = self.calls;

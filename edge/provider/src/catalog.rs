@@ -54,15 +54,10 @@ impl<'a> Catalog<'a> {
     pub fn server(&self, name: &str) -> Result<&'a Value, ForgeError> {
         self.find(name).ok_or_else(|| {
             let found = suggest::suggestions(name, self.names());
-            let err = ForgeError::new(
-                ErrorCode::ServerNotFound,
-                format!("no downstream server is named {name:?}"),
-            );
+            let err = ForgeError::server_not_found(name);
             match suggest::sentence(&found).or_else(|| suggest::listing(self.names())) {
                 Some(s) => err.suggest(s),
-                None => {
-                    err.suggest("read manifest.servers (in search) for the configured server names")
-                }
+                None => err,
             }
         })
     }
@@ -80,11 +75,8 @@ impl<'a> Catalog<'a> {
                 _ => None,
             };
             if let Some((s, t)) = meant {
-                return Err(ForgeError::new(
-                    ErrorCode::ServerNotFound,
-                    format!("no downstream server is named {server:?}"),
-                )
-                .suggest(format!("did you mean forge.callTool({s:?}, {t:?}, args)?")));
+                return Err(ForgeError::server_not_found(server)
+                    .suggest(format!("did you mean forge.callTool({s:?}, {t:?}, args)?")));
             }
         }
         let entry = self.server(server)?;

@@ -90,15 +90,13 @@ impl calls::Guest for Provider {
 impl tools::Guest for Provider {
     fn start_call(server: String, tool: String, args_json: String) -> Result<u32, Wit> {
         with(|r| {
-            r.require_execute("calling tools")?;
+            r.require_execute("forge.callTool")?;
             if args_json.len() > r.config.max_args {
-                return Err(ForgeError::new(
-                    ErrorCode::ArgsTooLarge,
-                    format!(
-                        "the arguments of {server}.{tool} are {} bytes, over the {}-byte limit",
-                        args_json.len(),
-                        r.config.max_args
-                    ),
+                return Err(ForgeError::args_too_large(
+                    &server,
+                    &tool,
+                    args_json.len(),
+                    r.config.max_args,
                 )
                 .into());
             }
@@ -157,28 +155,28 @@ impl resources::Guest for Provider {
 impl stash::Guest for Provider {
     fn put(key: String, value_json: String, ttl_secs: Option<u64>) -> Result<(), Wit> {
         with(|r| {
-            r.require_execute("the stash")?;
+            r.require_execute("forge.stash")?;
             r.require_config()?;
             r.stash.put(&key, value_json, ttl_secs)
         })
     }
     fn get(key: String) -> Result<Option<String>, Wit> {
         with(|r| {
-            r.require_execute("the stash")?;
+            r.require_execute("forge.stash")?;
             r.require_config()?;
             r.stash.get(&key)
         })
     }
     fn delete(key: String) -> Result<bool, Wit> {
         with(|r| {
-            r.require_execute("the stash")?;
+            r.require_execute("forge.stash")?;
             r.require_config()?;
             r.stash.delete(&key)
         })
     }
     fn keys() -> Result<Vec<String>, Wit> {
         with(|r| {
-            r.require_execute("the stash")?;
+            r.require_execute("forge.stash")?;
             r.require_config()?;
             r.stash.keys()
         })

@@ -103,7 +103,10 @@ pub fn refresh(run: &mut Run) {
 /// The kept `servers`, held to the snapshot's servers and tool names again
 /// as they are read: the bucket is shared storage, and what it holds must
 /// not widen what the deployment allows. (Their text is as the refresh
-/// cleaned it; cleaning it again would cost every request the rule set.)
+/// cleaned it, not cleaned again in every request: the sanitizer is in the
+/// redactor's snapshot, but rebuilding each kept tool's entry per request
+/// is not free, and whoever can write the bucket can already rewrite every
+/// stash in it.)
 fn within_snapshot(snapshot: &[Value], servers: &[Value]) -> Vec<Value> {
     snapshot
         .iter()

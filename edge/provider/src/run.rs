@@ -142,17 +142,12 @@ impl Run {
         crate::catalog::Catalog::new(&self.config.manifest)
     }
 
-    /// Refuses what `search` may not do.
-    pub fn require_execute(&self, what: &str) -> Result<(), Wit> {
+    /// Refuses `api` (`forge.callTool`, ...) in `search`, as natively.
+    pub fn require_execute(&self, api: &str) -> Result<(), Wit> {
         if self.mode == Some(Mode::Execute) {
             return Ok(());
         }
-        Err(ForgeError::new(
-            ErrorCode::ModeDenied,
-            format!("{what} is not available in search mode"),
-        )
-        .suggest("use the execute tool to call tools")
-        .into())
+        Err(ForgeError::mode_denied(api).into())
     }
 
     /// Refuses work while the configuration is broken: every call and stash
@@ -181,26 +176,19 @@ impl Run {
         method: &'static str,
         params: Value,
     ) -> Result<u32, Wit> {
-        self.require_execute("calling tools")?;
+        self.require_execute(if method == "resources/read" {
+            "forge.readResource"
+        } else {
+            "forge.callTool"
+        })?;
         self.require_config()?;
         if self.calls >= self.config.max_calls {
-            return Err(ForgeError::new(
-                ErrorCode::ToolCallBudget,
-                format!(
-                    "this execution already started its {} tool calls and reads",
-                    self.config.max_calls
-                ),
-            )
-            .suggest("do fewer calls per execute, or batch work in one call")
-            .into());
+            return Err(ForgeError::call_budget(self.config.max_calls).into());
         }
         let Some(target) = self.config.servers.get(server) else {
             let names = self.config.servers.keys().map(String::as_str);
             let found = quickforge_catalog::suggest::suggestions(server, names.clone());
-            let err = ForgeError::new(
-                ErrorCode::ServerNotFound,
-                format!("no downstream server is named {server:?}"),
-            );
+            let err = ForgeError::server_not_found(server);
             return Err(match quickforge_catalog::suggest::sentence(&found)
                 .or_else(|| quickforge_catalog::suggest::listing(names))
             {

@@ -61,7 +61,7 @@ impl ToolEntry {
         ToolEntry::from_json_with(tool, &sanitize::clean_text)
     }
 
-    /// [`ToolEntry::from_json`] with the text cleaning given: `clean` is
+    /// [`ToolEntry::from_json`] with the text cleaning given: `clean_text` is
     /// [`sanitize::clean_text`] or the same code elsewhere (the edge
     /// provider's pre-initialized redactor component).
     pub fn from_json_with(

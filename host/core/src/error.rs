@@ -56,6 +56,38 @@ impl ForgeError {
         .suggest("read manifest.servers (in search) for the configured server names")
     }
 
+    /// `MODE_DENIED`: `api` (`forge.callTool`, `forge.readResource`,
+    /// `forge.stash`) in a `search` execution.
+    pub fn mode_denied(api: &str) -> Self {
+        ForgeError::new(
+            ErrorCode::ModeDenied,
+            format!("{api} is not available in search; search code can only read `manifest`"),
+        )
+        .suggest("find the tool with search, then call it from the execute tool")
+    }
+
+    /// `ARGS_TOO_LARGE`: the `len` bytes of JSON arguments to `server`'s
+    /// `tool` are over the gateway's `max`.
+    pub fn args_too_large(server: &str, tool: &str, len: usize, max: usize) -> Self {
+        ForgeError::new(
+            ErrorCode::ArgsTooLarge,
+            format!(
+                "the arguments to {server}/{tool} are {len} bytes of JSON, over the {max}-byte limit"
+            ),
+        )
+        .suggest("send less data per call")
+    }
+
+    /// `TOOL_CALL_BUDGET`: the execution already started its `max` tool
+    /// calls and resource reads.
+    pub fn call_budget(max: u32) -> Self {
+        ForgeError::new(
+            ErrorCode::ToolCallBudget,
+            format!("this execution already started its limit of {max} tool calls and resource reads"),
+        )
+        .suggest("batch the work into fewer calls, or continue in another execution (forge.stash carries data over)")
+    }
+
     /// `TIMEOUT`: `server` did not answer a call within `limit`, the
     /// deadline `setting` names (natively `its timeout_secs`, on the edge
     /// `QUICKFORGE_EDGE_CALL_TIMEOUT_MS`).

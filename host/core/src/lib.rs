@@ -1,6 +1,7 @@
 //! quickforge's call vocabulary, kept free of the gateway (no rmcp, no
 //! Wasmtime, no async) so that the native gateway and the edge provider
-//! (`edge/provider`, `wasm32-wasip2`) fail alike, in the same words:
+//! (`edge/provider`, `wasm32-wasip2`) fail with the same codes, and in the
+//! same words wherever both call one constructor here:
 //!
 //! - [`error`] — [`ForgeError`], the failure of one `forge.*` operation, and
 //!   the constructors both gateways share (an unknown server, a call past

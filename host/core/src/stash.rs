@@ -120,6 +120,10 @@ impl StashRules {
         replaced: Option<usize>,
         size: usize,
     ) -> Result<usize, ForgeError> {
+        debug_assert!(
+            replaced.unwrap_or(0) <= bytes,
+            "a replaced entry is part of its stash's size"
+        );
         if replaced.is_none() && keys >= self.max_keys {
             return Err(self.keys_full());
         }

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::host::{connect, env_for, fixture_and_manifest, ok, serve};
+use super::host::{Kv, connect, env_for, fixture_and_manifest, ok, serve, serve_keyvalue};
 use crate::mcp::{quickforge_cmd, scratch, write_config};
 
 /// The script's value from the native gateway (`quickforge run`) against
@@ -184,8 +184,8 @@ async fn edge_redacts_downstream_errors_as_natively() {
     assert!(text.contains("[REDACTED"), "{edge:#}");
 }
 
-/// Every refusal of the stash, edge (its one-request stash) against native
-/// (`quickforge run`'s memory store): an invalid key (a long one, quoted
+/// Every refusal of the stash, edge (its one-request stash, then the stash
+/// kept in `wasi:keyvalue`) against native (`quickforge run`'s memory store): an invalid key (a long one, quoted
 /// short), a value over the size limit, a TTL over the maximum, the key
 /// count and the total size. Both apply `quickforge_core::stash`, so code,
 /// message, suggestion and retryability must be equal.
@@ -220,6 +220,30 @@ async fn edge_refuses_stash_writes_as_natively() {
     let edge = ok(&client, "execute", code).await;
     let native = native(&url, code).await;
     assert_eq!(edge, native, "edge and native stash refusals differ");
+    // The kept stash (`wasi:keyvalue`, its caps over the bucket's index)
+    // refuses alike.
+    let kept = connect(
+        &serve_keyvalue(
+            env_for(
+                &url,
+                &manifest,
+                &[(
+                    "QUICKFORGE_EDGE_STASH_SECRET",
+                    "edge-parity-secret-0123456789abcdef",
+                )],
+            ),
+            Kv::default(),
+        )
+        .await,
+        None,
+    )
+    .await
+    .unwrap();
+    let edge_kept = ok(&kept, "execute", code).await;
+    assert_eq!(
+        edge_kept, native,
+        "the kept stash and native refusals differ"
+    );
     let codes: Vec<&str> = edge
         .as_array()
         .unwrap()
@@ -285,4 +309,53 @@ async fn edge_times_out_a_call_as_natively() {
         edge[0]["message"],
         "server \"fixture\" did not answer within 1 s (QUICKFORGE_EDGE_CALL_TIMEOUT_MS)"
     );
+}
+
+/// The refusals before a call leaves the gateway read as natively (both
+/// call `quickforge-core`'s constructors): every `forge.*` operation in
+/// `search`, an unknown server with its did-you-mean, arguments over the
+/// size limit (1 MiB on both by default).
+#[tokio::test]
+async fn edge_refuses_calls_as_natively() {
+    let (_fixture, url, manifest) = fixture_and_manifest("edge-parity-refusals").await;
+    let client = connect(&serve(env_for(&url, &manifest, &[])).await, None)
+        .await
+        .unwrap();
+    let attempts = r#"
+        const seen = [];
+        const attempt = async (f) => {
+            try { await f(); seen.push("done"); }
+            catch (e) { seen.push({code: e.code, message: e.message, suggestion: e.suggestion, retryable: e.retryable}); }
+        };"#;
+    let search = format!(
+        r#"async () => {{ {attempts}
+        await attempt(() => forge.callTool("fixture", "slow", {{ms: 0}}));
+        await attempt(() => forge.readResource("fixture", "fixture://x"));
+        await attempt(() => forge.stash.put("k", 1));
+        await attempt(() => forge.stash.keys());
+        return seen;
+    }}"#
+    );
+    let edge = ok(&client, "search", &search).await;
+    let natively = native_search(&url, &search).await;
+    assert_eq!(edge, natively, "refusals in search differ");
+    assert!(
+        edge.as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["code"] == "MODE_DENIED"),
+        "{edge:#}"
+    );
+    let execute = format!(
+        r#"async () => {{ {attempts}
+        await attempt(() => forge.callTool("fixtur", "slow", {{ms: 0}}));
+        await attempt(() => forge.callTool("fixture", "slow", {{ms: 0, pad: "x".repeat(1024 * 1024)}}));
+        return seen;
+    }}"#
+    );
+    let edge = ok(&client, "execute", &execute).await;
+    let natively = native(&url, &execute).await;
+    assert_eq!(edge, natively, "refusals in execute differ");
+    assert_eq!(edge[0]["code"], "SERVER_NOT_FOUND", "{edge:#}");
+    assert_eq!(edge[1]["code"], "ARGS_TOO_LARGE", "{edge:#}");
 }
