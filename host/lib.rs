@@ -2,40 +2,51 @@
 //! `execute`, and runs the JavaScript they carry in QuickJS compiled to a
 //! WebAssembly component, inside Wasmtime, under hard limits.
 //!
-//! The modules, private; what the binary, the tests and the benchmarks use
-//! is re-exported below.
+//! The modules are private; what the binary, the tests and the benchmarks
+//! use is re-exported below. The pure logic the edge gateway shares lives
+//! in three crates beside this one: `quickforge-core` (the vocabulary of a
+//! call and of an execution: codes, errors, reports, result conversion, the
+//! stash's rules), `quickforge-catalog` (manifest search, argument checks,
+//! TypeScript signatures, did-you-mean) and `quickforge-filters` (the
+//! validator, redaction, sanitizing, `${VAR}` expansion).
 //!
-//! - `cli` — the `quickforge` command, one file per subcommand ([`main`]);
-//! - `config` — forge.toml, parsed strictly and validated ([`Config`]);
-//! - `server` — the MCP server: search, execute, instructions;
-//!   `stdio` — answering every request read before stdin closes;
-//! - `validate` — the static check of a script before it runs (from the
-//!   `quickforge-filters` crate, with `redact`, `sanitize` and `expand`);
-//! - `sandbox` — the engine, the guest component and one execution
-//!   ([`Sandbox`]);
-//! - `call` — the one pipeline every tool call, resource read and stash
-//!   operation passes, in a written order ([`Servers`] is its route step);
-//! - `gateway` — downstream sessions, supervision, the live manifest, the
-//!   route step for live servers;
-//! - `manifest` — the model scripts query, search, TypeScript rendering;
-//! - `policy` — tool policy, strict server groups, rate limits;
-//! - `relay` — what downstream servers send during a script's calls
-//!   (progress, logs, elicitation, sampling, roots), carried to the client
-//!   whose execution made them; approvals; the pausable deadline;
-//! - `state` — the stash behind a handle-keyed store, with the gateway's
-//!   caps and one space per strict group;
-//! - `session` — one client session: its stash handle, its share of the
-//!   execution slots, the cap on live sessions;
-//! - `auth` — bearer tokens on HTTP (`[auth]`): opaque or JWT, the
-//!   subject each request comes from, the protected resource metadata;
-//! - `audit` — one JSON line per execution, for investigation;
-//! - `observe` — Prometheus metrics (fed by the audit records), the log's
-//!   format, trace context;
-//! - `redact` — secrets out of every error text and log line;
-//! - `error` — the typed failures and the one vocabulary of codes;
-//! - `suggest` — did-you-mean for misspelled names;
-//! - `tokens` — the context cost, counted;
-//! - `guest_json` — JSON text from the guest.
+//! ## Layers
+//!
+//! Top to bottom: a module uses only modules on the layers below its own
+//! (never its own layer's, never one above). `tests/all/layers.rs` reads
+//! every `crate::` and `super::` path of the crate (test code left out)
+//! and fails on one that points sideways or up.
+//!
+//! 1. `cli` — the composition root: the `quickforge` command, one file per
+//!    subcommand ([`main`]); it reads the config and builds every room
+//! 2. `config` — forge.toml, parsed strictly and validated ([`Config`]),
+//!    then turned into each room's own settings
+//! 3. `server` · `stdio` — the MCP server: the two tools, instructions,
+//!    requests turned into jobs and reports into MCP results; answering
+//!    every request read before stdin closes
+//! 4. `execution` — one script (or direct call) from request to report, its
+//!    steps in a written order; the executor, the runs/tasks table
+//! 5. `session` — one client session: id, subject, default stash handle,
+//!    slots; the cap, eviction, owners and stored records of HTTP sessions
+//! 6. `observe` — Prometheus metrics, fed by the audit records
+//! 7. `sandbox` · `gateway` — the engine, the guest and one instance
+//!    ([`Sandbox`]); downstream sessions, supervision, the live manifest,
+//!    the route step for live servers
+//! 8. `call` — the one pipeline every tool call, resource read and stash
+//!    operation passes, in a written order ([`Servers`] is its route step)
+//! 9. `relay` — what downstream servers send during a script's calls,
+//!    carried to the client whose execution made them; approvals; the
+//!    pausable deadline
+//! 10. `manifest` — the model scripts query, search, TypeScript rendering
+//! 11. `policy` — tool policy, strict server groups, rate limits
+//! 12. `audit` — one JSON line per execution, for investigation
+//! 13. `state` — the stash behind a handle-keyed store (memory, Redis),
+//!     with the gateway's caps and one space per strict group
+//! 14. `auth` — bearer tokens on HTTP (`[auth]`): opaque or JWT, the
+//!     subject each request comes from, the protected resource metadata
+//! 15. `trace` — W3C trace context through an execution, and span export
+//! 16. `error` · `guest_json` — the typed failures and the one vocabulary
+//!     of codes (from `quickforge-core`); JSON text from the guest
 
 mod audit;
 mod auth;
@@ -43,6 +54,7 @@ mod call;
 mod cli;
 mod config;
 mod error;
+mod execution;
 mod gateway;
 mod guest_json;
 mod manifest;
@@ -55,8 +67,7 @@ mod session;
 mod state;
 mod stdio;
 use quickforge_catalog::suggest;
-mod tasks;
-mod tokens;
+mod trace;
 
 // The filters for untrusted text live in their own crate (no Wasmtime, so
 // they fuzz small); the gateway names them as its own modules.
@@ -64,6 +75,7 @@ use quickforge_filters::{redact, validate};
 
 pub use audit::Trail;
 pub use call::{BoxFuture, ExecutionContext, Mode, NoServers, Route, SendRequest, Servers, Target};
+pub use cli::count_tokens;
 pub use cli::main;
 pub use config::{Config, ConfigError, Isolation, Surface, Transport};
 pub use error::{Code, ErrorCode, ErrorKind, ExecutionError, ForgeError};
@@ -79,5 +91,4 @@ pub use state::redis::testing::RedisServer;
 pub use state::{
     At, Handle, MemoryStore, RedisStore, Stash, StashLimits, StateConfig, StateStore, Usage,
 };
-pub use tokens::count as count_tokens;
 pub use validate::{Rejection, Rule, ValidatorLimits, validate};

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::trail::{Operation, SharedTrail, lock, name, sha256};
 use super::writer::AuditLog;
-use crate::sandbox::{Mode, Report};
+use quickforge_core::execution::{Mode, Report, json_len};
 
 /// Longest error message kept in a line, in bytes: the code says what
 /// happened, the message the detail.
@@ -143,13 +143,7 @@ impl AuditLog {
         let (outcome, error_kind, error_code, error, result_bytes) = match report.map(|r| &r.result)
         {
             None => ("cancelled", None, None, None, 0),
-            Some(Ok(value)) => (
-                "ok",
-                None,
-                None,
-                None,
-                crate::sandbox::json_len(value) as u64,
-            ),
+            Some(Ok(value)) => ("ok", None, None, None, json_len(value) as u64),
             // The code of an uncaught ForgeError may be the script's own
             // invention: bounded and redacted like any other name.
             Some(Err(e)) => (
@@ -173,7 +167,7 @@ impl AuditLog {
             timestamp: chrono::DateTime::<chrono::Utc>::from(arrival.at)
                 .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             operation: arrival.mode,
-            trace_id: crate::observe::trace::current_trace_id(),
+            trace_id: crate::trace::current_trace_id(),
             // Nobody reads these when only the observer sees the record:
             // no hashing and redacting of the code then.
             code_sha256: if self.writes() {

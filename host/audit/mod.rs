@@ -99,7 +99,7 @@ mod tests {
     use super::trail::{Digest, MAX_NAME_BYTES, OpKind, Outcome, Started, Target, sha256};
     use super::*;
     use crate::error::ForgeError;
-    use crate::sandbox::{Mode, Report};
+    use quickforge_core::execution::{Mode, Report};
     use std::path::PathBuf;
     use std::time::{Duration, Instant};
 

@@ -16,13 +16,13 @@
 //! verifies the token, and drops it; only the subject goes on.
 //!
 //! Rooms: `config` (`[auth]` parsed and validated), `jwt` (JWTs and the
-//! JWKS cache), `http` (the middleware and the metadata document),
-//! `sessions` (which subject each HTTP session belongs to).
+//! JWKS cache), `http` (the middleware and the metadata document). Which
+//! subject each HTTP session belongs to is the session's own fact
+//! (`crate::session`).
 
 mod config;
 mod http;
 mod jwt;
-mod sessions;
 
 use std::sync::Arc;
 
@@ -31,7 +31,6 @@ use subtle::ConstantTimeEq;
 
 pub use config::{AuthConfig, RateLimitScope, RawAuth};
 pub use http::{metadata_routes, protect};
-pub use sessions::SessionOwners;
 
 /// The `Authorization` header a request was authenticated with. The
 /// middleware takes it out of the headers, so nothing further in (rmcp,
@@ -51,7 +50,7 @@ impl std::fmt::Debug for Presented {
 tokio::task_local! {
     /// The subject of the HTTP request being served, for code that runs
     /// inside the request but is handed neither the request nor its
-    /// extensions: rmcp's `SessionStore` (`state::redis::session`), which
+    /// extensions: rmcp's `SessionStore` (`session::store`), which
     /// must not restore one subject's session for another.
     static REQUEST_SUBJECT: Subject;
 }

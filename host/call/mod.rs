@@ -29,7 +29,7 @@
 //! Stash operations stop after the policy step: they are local. Manifest
 //! reads (`manifest.*`) are not operations: they read the execution's
 //! snapshot and change nothing, narrowed by the strict-group lock
-//! (`view.rs`).
+//! (`visibility.rs`).
 //!
 //! **Cancellation**: a running call is a future the sandbox owns. Dropping it
 //! — the execution ended, timed out, or its client cancelled the request —
@@ -48,13 +48,12 @@ mod admit;
 mod audit;
 pub mod breaker;
 mod guard;
-mod view;
+mod visibility;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::audit::trail::SharedTrail;
@@ -65,33 +64,10 @@ use crate::relay::{Deadline, Upstream};
 use crate::state::Stash;
 
 pub use guard::Guards;
+pub use quickforge_core::execution::Mode;
 
 /// A boxed, sendable future, as the pipeline's running operations are.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-
-/// What a script may touch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    /// `manifest.*` and logging only; tool calls, resources and stash refused.
-    Search,
-    /// Everything.
-    Execute,
-    /// One call of a tool the client called directly (a server's
-    /// `expose`): no script runs; the call passes this same pipeline.
-    Direct,
-}
-
-impl Mode {
-    /// The `snake_case` name, as serialized (audit lines, metrics, spans).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Search => "search",
-            Mode::Execute => "execute",
-            Mode::Direct => "direct",
-        }
-    }
-}
 
 /// One operation a script asked for, as the guest sent it.
 #[derive(Debug)]
@@ -231,7 +207,7 @@ pub trait Servers: Send + Sync + 'static {
     fn route(&self, target: Target<'_>) -> Result<Route, ForgeError>;
 
     /// The strict group `server` is in, if any: what the execution may read
-    /// of it in the manifest narrows with the group lock (see [`view`]).
+    /// of it in the manifest narrows with the group lock (see [`visibility`]).
     fn strict_group(&self, server: &str) -> Option<Arc<str>> {
         let _ = server;
         None
@@ -366,7 +342,8 @@ impl Pipeline {
         self.calls
     }
 
-    /// Whether a call was refused because the budget was spent, so that a
+    /// Whether a call or a stash operation was refused because its budget
+    /// was spent (either ends an uncaught run as `tool_call_budget`), so that a
     /// script's own `ForgeError("TOOL_CALL_BUDGET")` is not mistaken for one.
     pub fn budget_spent(&self) -> bool {
         self.budget_spent
@@ -418,6 +395,9 @@ impl Pipeline {
                 // budget: Forgemax's per-execution limit on stash operations.
                 if let Some(max) = self.limits.max_stash_calls {
                     if self.stash_calls >= max {
+                        // Spent like the call budget: uncaught, it ends the
+                        // run as `tool_call_budget`, as a call refusal does.
+                        self.budget_spent = true;
                         return Err(ForgeError::new(
                             ErrorCode::ToolCallBudget,
                             format!("this execution already made its limit of {max} stash operations (sandbox.stash.max_calls)"),

@@ -119,7 +119,7 @@ pub(super) async fn doctor(config_path: Option<PathBuf>) -> ExitCode {
         };
         async move {
             let started = Instant::now();
-            let gateway = Gateway::start(&one);
+            let gateway = Gateway::start(&one.gateway());
             gateway
                 .wait_started(
                     server.timeout.max(crate::gateway::MIN_CONNECT_TIME) + Duration::from_secs(1),

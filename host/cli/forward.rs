@@ -30,7 +30,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::config::ClusterConfig;
-use crate::tasks::{RUN_PREFIX, Runs};
+use crate::execution::tasks::{RUN_PREFIX, Runs};
 
 /// The header a forwarded request carries: the forwarding replica's name.
 pub const FORWARDED_BY: &str = "x-quickforge-forwarded-by";

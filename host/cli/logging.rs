@@ -14,7 +14,7 @@ use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{Layer, Registry, reload};
 
-use crate::observe::LogFormat;
+use crate::config::LogFormat;
 
 /// The log's writer: stderr, with every formatted event redacted (the fmt
 /// layer writes each event in one call), so secrets in downstream errors and
@@ -100,11 +100,11 @@ pub(super) fn init_tracing() {
     let mut filter = std::env::var("QUICKFORGE_LOG")
         .or_else(|_| std::env::var("RUST_LOG"))
         .unwrap_or_else(|_| "warn".into());
-    let otel = crate::observe::otel::layer();
+    let otel = crate::trace::otel::layer();
     if otel.is_some() {
         // The execution and call spans reach the export whatever the log's
         // level (spans are not log lines: the text log does not show them).
-        filter.push_str(",quickforge::observe::trace=info");
+        filter.push_str(",quickforge::trace=info");
     }
     let (fmt, handle) = reload::Layer::new(layer(LogFormat::Text));
     let installed = tracing_subscriber::registry()

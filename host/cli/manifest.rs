@@ -31,7 +31,7 @@ pub(super) async fn manifest(
         eprintln!("error: no server is named {name:?}{hint}");
         return ExitCode::from(EXIT_USAGE);
     }
-    let gateway = Gateway::start(&config);
+    let gateway = Gateway::start(&config.gateway());
     gateway.wait_started(STARTUP_WAIT).await;
     let manifest = gateway.manifest();
     gateway.close(SERVER_GRACE).await;

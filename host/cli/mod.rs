@@ -35,6 +35,8 @@ mod run;
 mod serve;
 mod tokens;
 
+pub use tokens::count::count as count_tokens;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -63,7 +65,7 @@ struct Cli {
         value_name = "FORMAT",
         env = "QUICKFORGE_LOG_FORMAT"
     )]
-    log_format: Option<crate::observe::LogFormat>,
+    log_format: Option<crate::config::LogFormat>,
 
     #[command(subcommand)]
     command: Option<Command>,
@@ -340,7 +342,7 @@ async fn start(config: &Config) -> Result<Arc<Executor>, ExitCode> {
         }
     };
     if let Some(endpoint) = &config.observability.otlp_endpoint {
-        match crate::observe::otel::install(endpoint) {
+        match crate::trace::otel::install(endpoint) {
             Ok(()) => tracing::info!("exporting spans to {endpoint}"),
             Err(e) => tracing::warn!("observability.otlp_endpoint: {e}"),
         }
@@ -379,25 +381,28 @@ async fn start(config: &Config) -> Result<Arc<Executor>, ExitCode> {
             ),
         }
     }
-    let mut executor = Executor::new(sandbox, Gateway::start(config), config.stash.clone())
-        .with_handle_key(key)
-        .with_tasks(config.tasks)
-        .with_run_owner(
-            (!config.cluster.peers.is_empty()).then(|| config.cluster.replica.as_str().into()),
-        )
-        .with_surface(config.surface)
-        .with_sessions(config.sessions)
-        .with_rate_limit(
-            config.executions_per_minute,
-            config
-                .auth
-                .as_ref()
-                .is_some_and(|a| a.rate_limit_scope == crate::auth::RateLimitScope::Subject),
-        )
-        .with_replica(&config.cluster.replica)
-        .with_validation(config.validate)
-        .with_audit(audit)
-        .with_redis(redis, config.stash.clone());
+    let mut executor = Executor::new(
+        sandbox,
+        Gateway::start(&config.gateway()),
+        config.stash.clone(),
+    )
+    .with_handle_key(key)
+    .with_tasks(config.tasks)
+    .with_run_owner(
+        (!config.cluster.peers.is_empty()).then(|| config.cluster.replica.as_str().into()),
+    )
+    .with_sessions(config.sessions)
+    .with_rate_limit(
+        config.executions_per_minute,
+        config
+            .auth
+            .as_ref()
+            .is_some_and(|a| a.rate_limit_scope == crate::auth::RateLimitScope::Subject),
+    )
+    .with_replica(&config.cluster.replica)
+    .with_validation(config.validate)
+    .with_audit(audit)
+    .with_redis(redis, config.stash.clone());
     executor.metrics = metrics;
     Ok(Arc::new(executor))
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use crate::gateway::{Gateway, SERVER_GRACE};
 use crate::server::{Executor, ForgeServer};
+use crate::session::Gate;
 
 use super::{EXIT_FAILED, EXIT_USAGE, ServeArgs, load_config, start};
 
@@ -65,7 +66,7 @@ pub(super) async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode 
     }
     tokio::spawn(refresh_on_sighup(gateway.clone()));
     let code = match args.http {
-        None => serve_stdio(executor).await,
+        None => serve_stdio(executor, config.surface).await,
         Some(addr) => {
             let auth = config
                 .auth
@@ -77,7 +78,7 @@ pub(super) async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode 
                 auth,
             };
             let forward = super::forward::Forward::new(&config.cluster, executor.runs.clone());
-            serve_http(executor, addr, access, forward).await
+            serve_http(executor, config.surface, addr, access, forward).await
         }
     };
     observing.cancel();
@@ -90,14 +91,18 @@ pub(super) async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode 
 /// the exit.
 const SESSION_CLOSE: std::time::Duration = std::time::Duration::from_secs(2);
 
-async fn serve_stdio(executor: Arc<Executor>) -> ExitCode {
+async fn serve_stdio(executor: Arc<Executor>, surface: crate::server::Surface) -> ExitCode {
     use rmcp::ServiceExt;
     // Requests read before stdin ends are answered before the session ends.
     let stdio = rmcp::transport::IntoTransport::<rmcp::RoleServer, _, _>::into_transport(
         rmcp::transport::stdio(),
     );
     let transport = crate::stdio::AnswerBeforeEnd::new(stdio, executor.drain_grace());
-    let running = match ForgeServer::new(executor.clone()).serve(transport).await {
+    let running = match ForgeServer::new(executor.clone())
+        .with_surface(surface)
+        .serve(transport)
+        .await
+    {
         Ok(r) => r,
         Err(e) => {
             // No lifecycle began: neither an `initialize` (2025 era) nor a
@@ -140,6 +145,7 @@ struct Access {
 
 async fn serve_http(
     executor: Arc<Executor>,
+    surface: crate::server::Surface,
     addr: SocketAddr,
     access: Access,
     forward: Option<Arc<super::forward::Forward>>,
@@ -176,7 +182,7 @@ async fn serve_http(
     // With state in Redis, each session's `initialize` is kept there too,
     // so a replica that never saw the session restores it.
     let records = executor.redis.clone().map(|redis| {
-        Arc::new(crate::state::redis::session::RedisSessionStore::new(
+        Arc::new(crate::session::RedisSessionStore::new(
             redis,
             executor.sessions.idle,
         ))
@@ -190,18 +196,16 @@ async fn serve_http(
     sessions.session_config.keep_alive = Some(executor.sessions.idle);
     let manager = Arc::new(sessions);
     let service = StreamableHttpService::new(
-        move || Ok(ForgeServer::for_http(factory_shared.clone())),
+        move || Ok(ForgeServer::for_http(factory_shared.clone()).with_surface(surface)),
         manager.clone(),
         config,
     );
-    let gate = Arc::new(Gate {
-        cap: executor.session_cap.clone(),
-        recency: Default::default(),
-        owners: Default::default(),
+    let gate = Arc::new(Gate::new(
+        executor.session_cap.clone(),
         records,
         manager,
-        limits: executor.sessions,
-    });
+        executor.sessions,
+    ));
     let answers = super::drain::Answers::default();
     let counting = answers.clone();
     // Outermost first: answers counted for the drain, the bearer token
@@ -211,7 +215,7 @@ async fn serve_http(
         axum::Router::new()
             .nest_service("/mcp", service)
             .layer(axum::middleware::from_fn(move |req, next| {
-                sessions_gate(gate.clone(), req, next)
+                crate::session::gate(gate.clone(), req, next)
             }));
     if let Some(forward) = forward {
         mcp = mcp.layer(axum::middleware::from_fn(move |req, next| {
@@ -253,176 +257,6 @@ async fn serve_http(
         }
     }
 }
-
-/// What stands between HTTP clients and their sessions: the cap on live
-/// sessions, when each was last used, and whose each is (`[auth]`).
-struct Gate {
-    cap: crate::session::SessionCap,
-    recency: crate::session::Recency,
-    owners: crate::auth::SessionOwners,
-    /// The sessions' records in Redis, where a session opened on another
-    /// replica says whose it is.
-    records: Option<Arc<crate::state::redis::session::RedisSessionStore>>,
-    manager: Arc<rmcp::transport::streamable_http_server::session::local::LocalSessionManager>,
-    limits: crate::session::SessionLimits,
-}
-
-impl Gate {
-    /// Whether a request of `subject` naming session `id` must be refused
-    /// because the session is another subject's (`auth::sessions`). Without
-    /// `[auth]` there are no subjects and nothing to check. A session
-    /// neither recorded here nor in Redis is left to rmcp, which answers
-    /// it 404 (or restores it, when Redis, just now unreachable, answers).
-    async fn foreign(&self, id: &str, subject: Option<&crate::auth::Subject>) -> bool {
-        let Some(subject) = subject else {
-            return false;
-        };
-        if let Some(owner) = self.owners.owner(id) {
-            return owner != *subject;
-        }
-        let Some(records) = &self.records else {
-            return false;
-        };
-        match records.opened_by(id, subject).await {
-            Ok(Some(true)) => {
-                self.owners.record(id, subject.clone());
-                false
-            }
-            Ok(Some(false)) => true,
-            Ok(None) | Err(_) => false,
-        }
-    }
-
-    /// Records that session `id` is `subject`'s, and drops the records of
-    /// sessions rmcp has closed once there are twice as many as may live.
-    async fn own(&self, id: &str, subject: crate::auth::Subject) {
-        self.owners.record(id, subject);
-        if self.owners.len() > 2 * self.limits.max_sessions.max(1) {
-            let live = self.manager.sessions.read().await;
-            self.owners.retain(|id| live.contains_key(id));
-        }
-    }
-
-    /// Closes the session left alone longest, if one has been idle for
-    /// `evict_idle`, and waits (briefly) for its place to come free;
-    /// whether a place is free now.
-    async fn evict_one(&self) -> bool {
-        use rmcp::transport::streamable_http_server::SessionManager;
-        let idle = self
-            .recency
-            .idle_for(self.limits.evict_idle, self.limits.idle);
-        for id in idle {
-            self.recency.forget(&id);
-            if self.manager.close_session(&id).await.is_err() {
-                continue;
-            }
-            tracing::info!(
-                "closed the HTTP session idle longest to let a new client in (sandbox.max_sessions); its stash stays reachable by handle"
-            );
-            // The session's server drops, and frees its place, as its task
-            // ends.
-            let started = std::time::Instant::now();
-            while self.cap.is_full() && started.elapsed() < EVICT_WAIT {
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            }
-            if !self.cap.is_full() {
-                return true;
-            }
-        }
-        false
-    }
-}
-
-/// Longest wait for an evicted session to give its place back.
-const EVICT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Keeps track of when each HTTP session was used, and lets a new client
-/// in when the gateway serves `max_sessions`: by closing the session left
-/// alone longest (idle at least `session_evict_idle_secs`), else with HTTP
-/// 503, `Retry-After` and a JSON-RPC error saying why (where the refusal
-/// from [`ForgeServer`]'s own `initialize`, which still guards against a
-/// race here, would be a bare JSON-RPC error). Requests of the 2026 era
-/// carry no session id either but open no session, so only when the
-/// gateway is full is the body read to tell an `initialize` apart.
-async fn sessions_gate(
-    gate: Arc<Gate>,
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    let subject = req.extensions().get::<crate::auth::Subject>().cloned();
-    if let Some(id) = session_id(req.headers()) {
-        // Another subject's session, whatever the request (a GET would
-        // read its stream, a DELETE end it): the 404 of no session at all.
-        if gate.foreign(&id, subject.as_ref()).await {
-            return (
-                axum::http::StatusCode::NOT_FOUND,
-                "Not Found: Session not found",
-            )
-                .into_response();
-        }
-        gate.recency.touch(&id);
-        let closes = req.method() == axum::http::Method::DELETE;
-        let response = next.run(req).await;
-        if closes || response.status() == axum::http::StatusCode::NOT_FOUND {
-            gate.recency.forget(&id);
-            gate.owners.forget(&id);
-        }
-        return response;
-    }
-    let mut req = req;
-    if req.method() == axum::http::Method::POST && gate.cap.is_full() {
-        let (parts, body) = req.into_parts();
-        let Ok(bytes) = axum::body::to_bytes(body, INITIALIZE_PEEK_BYTES).await else {
-            return (
-                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-                "request body too large",
-            )
-                .into_response();
-        };
-        let opens = serde_json::from_slice::<serde_json::Value>(&bytes)
-            .is_ok_and(|v| v["method"] == "initialize");
-        if opens && !gate.evict_one().await {
-            let body = serde_json::json!({
-                "jsonrpc": "2.0",
-                "id": null,
-                "error": {"code": -32000, "message": gate.cap.full()},
-            });
-            return (
-                axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                [(
-                    axum::http::header::RETRY_AFTER,
-                    crate::session::RETRY_AFTER_SECS.to_string(),
-                )],
-                axum::Json(body),
-            )
-                .into_response();
-        }
-        req = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
-    }
-    let response = next.run(req).await;
-    if let Some(id) = session_id(response.headers()) {
-        gate.recency.touch(&id);
-        if let Some(subject) = subject {
-            gate.own(&id, subject).await;
-        }
-    }
-    response
-}
-
-/// The `Mcp-Session-Id` of a request or response, if it has one.
-fn session_id(headers: &axum::http::HeaderMap) -> Option<String> {
-    headers
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-}
-
-/// Largest request body read while the gateway is full of sessions, to
-/// tell an `initialize` from a stateless request: 4 MiB, far above any
-/// request quickforge serves (a script is at most `max_code_size`, 64 KiB
-/// by default), and a bound on what a full gateway ever buffers.
-const INITIALIZE_PEEK_BYTES: usize = 4 * 1024 * 1024;
 
 /// Marks every file descriptor above stderr that this process inherited
 /// close-on-exec, before any thread or child exists, so downstream servers

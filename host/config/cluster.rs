@@ -12,9 +12,7 @@ use serde::Deserialize;
 /// run id a client carries: 32 characters name any fleet.
 pub const MAX_REPLICA_NAME: usize = 32;
 
-/// Longest `replica`, in bytes, outside a cluster: 128, room for any host
-/// name or pod name; it is written in every audit line.
-pub const MAX_REPLICA_BYTES: usize = 128;
+pub use crate::execution::{MAX_REPLICA_BYTES, default_replica};
 
 /// `[cluster]`, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,15 +34,6 @@ impl Default for ClusterConfig {
             peers: BTreeMap::new(),
         }
     }
-}
-
-/// The host's name, as the default replica name, else `"quickforge"`.
-pub fn default_replica() -> String {
-    gethostname::gethostname()
-        .into_string()
-        .ok()
-        .filter(|h| !h.is_empty() && h.len() <= MAX_REPLICA_BYTES)
-        .unwrap_or_else(|| "quickforge".into())
 }
 
 /// `[cluster]` as written.

@@ -22,13 +22,13 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
+pub use crate::server::Surface;
 pub use cluster::ClusterConfig;
-pub use cluster::default_replica;
 pub use expand::{expand, references_with_fallbacks};
 pub use forgemax::DEFAULT_STARTUP_CONCURRENCY;
 pub use observe::{LogConfig, LogFormat, ObservabilityConfig};
 pub use servers::{
-    GroupConfig, INHERITED_ENV, Isolation, MAX_NAME_LEN, ManifestConfig, ServerConfig, Transport,
+    GroupConfig, Isolation, MAX_NAME_LEN, ManifestConfig, ServerConfig, Transport,
     carries_credentials,
 };
 
@@ -113,7 +113,7 @@ pub struct Config {
     pub relay: crate::relay::RelayLimits,
     /// `[sandbox] task_timeout_secs` and `task_after_ms`: executions run
     /// as tasks, and when an `execute` becomes one.
-    pub tasks: crate::tasks::TaskLimits,
+    pub tasks: crate::execution::tasks::TaskLimits,
     /// `[observability]`: `/metrics` and the separate listener.
     pub observability: ObservabilityConfig,
     /// `[log]`: the log's format.
@@ -130,6 +130,19 @@ pub struct Config {
     /// `[state]`: where the stash, the HTTP session records and the rate
     /// limits live (memory, or a Redis shared by replicas).
     pub state: crate::state::Backend,
+}
+
+impl Config {
+    /// The gateway's own settings, taken from this config.
+    pub fn gateway(&self) -> crate::gateway::GatewaySettings {
+        crate::gateway::GatewaySettings {
+            servers: self.servers.clone(),
+            groups: self.groups.clone(),
+            relay: self.relay,
+            startup_concurrency: self.startup_concurrency,
+            refresh_interval: self.manifest.refresh_interval,
+        }
+    }
 }
 
 impl Default for Config {
@@ -149,7 +162,9 @@ impl Default for Config {
             validate: true,
             audit: crate::audit::AuditConfig::default(),
             relay: crate::relay::RelayLimits::for_slots(SandboxLimits::default().max_concurrent),
-            tasks: crate::tasks::TaskLimits::for_slots(SandboxLimits::default().max_concurrent),
+            tasks: crate::execution::tasks::TaskLimits::for_slots(
+                SandboxLimits::default().max_concurrent,
+            ),
             observability: ObservabilityConfig::default(),
             log: LogConfig::default(),
             startup_concurrency: DEFAULT_STARTUP_CONCURRENCY,
@@ -183,24 +198,6 @@ struct RawConfig {
     auth: Option<crate::auth::RawAuth>,
     #[serde(default)]
     state: crate::state::StateConfig,
-}
-
-/// `[surface]`: how quickforge's own two tools are listed to its client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Surface {
-    /// Whether `search` and `execute` carry `_meta` `"anthropic/alwaysLoad":
-    /// true`. Default on: Claude Code defers every MCP tool behind its tool
-    /// search unless the tool says so, and a code-mode gateway whose two
-    /// tools are deferred loses its point. Clients that do not know the key
-    /// ignore it.
-    pub always_load: bool,
-}
-
-impl Default for Surface {
-    fn default() -> Self {
-        Surface { always_load: true }
-    }
 }
 
 /// Turns byte offsets of one file into error messages with line numbers.
@@ -581,7 +578,7 @@ impl Config {
             Some(n) => relay.max_waiting = n,
             None => {}
         }
-        let mut tasks = crate::tasks::TaskLimits::for_slots(s.max_concurrent);
+        let mut tasks = crate::execution::tasks::TaskLimits::for_slots(s.max_concurrent);
         match s.task_timeout_secs {
             Some(secs) if !(1..=MAX_TASK_TIMEOUT_SECS).contains(&secs) => {
                 return Err(invalid(

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::expand::{ExpandError, expand};
+pub use crate::gateway::{GroupConfig, ServerConfig, Transport};
 pub use crate::policy::Isolation;
 use crate::policy::{Destructive, ToolPolicy};
 
@@ -53,113 +54,6 @@ pub const MAX_RECONNECT_BACKOFF_SECS: u64 = 3600;
 /// anyway; polling only catches the ones that do not.
 pub const DEFAULT_REFRESH_INTERVAL_SECS: u64 = 300;
 
-/// Environment variables a stdio server inherits from the gateway. Nothing
-/// else of the gateway's environment (which may hold every secret of the
-/// user's shell) reaches a child; give a server what it needs with `env`.
-pub const INHERITED_ENV: &[&str] = &[
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "LANG",
-    "LANGUAGE",
-    "LC_ALL",
-    "LC_CTYPE",
-    "LC_MESSAGES",
-    "TERM",
-    "TMPDIR",
-    "TZ",
-    // Windows needs these to start most programs at all.
-    "SYSTEMROOT",
-    "SYSTEMDRIVE",
-    "WINDIR",
-    "COMSPEC",
-    "PATHEXT",
-    "USERPROFILE",
-    "APPDATA",
-    "LOCALAPPDATA",
-    "PROGRAMDATA",
-    "PROGRAMFILES",
-    "TEMP",
-    "TMP",
-];
-
-/// One downstream MCP server.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ServerConfig {
-    /// Its name: the first argument of `forge.callTool`.
-    pub name: String,
-    /// What it is for, shown in `manifest.servers`.
-    pub description: Option<String>,
-    /// How to reach it.
-    pub transport: Transport,
-    /// Longest wait for one call's answer.
-    pub timeout: Duration,
-    /// Whether failures open a circuit breaker.
-    pub circuit_breaker: bool,
-    /// Consecutive failures that open the breaker.
-    pub failure_threshold: u32,
-    /// How long an open breaker waits before a probe.
-    pub recovery_timeout: Duration,
-    /// Calls in flight at once; more wait for a slot.
-    pub max_in_flight: u32,
-    /// Largest message accepted from the server, bytes.
-    pub max_response_bytes: usize,
-    /// Which tools may be called: `allow` and `deny` globs (deny wins), and
-    /// `allow_destructive` for tools annotated `destructiveHint: true`.
-    pub policy: ToolPolicy,
-    /// Calls a minute to this server, across all executions; `None`: no
-    /// limit.
-    pub calls_per_minute: Option<std::num::NonZeroU32>,
-    /// `sampling`: whether the server may ask the client's model for a
-    /// completion (`sampling/createMessage`) through quickforge. On by
-    /// default, as a client connected directly would allow it; the client
-    /// still shows each request to its person. Off, the server gets the
-    /// specification's error: sampling spends the user's tokens.
-    pub sampling: bool,
-    /// `roots`: the roots (URIs) the server sees in `roots/list` when no
-    /// client can be asked (over HTTP with several clients, outside any
-    /// call). Empty by default.
-    pub roots: Vec<String>,
-    /// `reconnect`: whether a server whose session ended, or that could not
-    /// be reached, is tried again (Forgemax's key). On by default: a
-    /// gateway outlives its servers' restarts.
-    pub reconnect: bool,
-    /// `max_reconnect_backoff_secs`: the longest wait between two attempts
-    /// to reach the server (Forgemax's key); [`DEFAULT_RECONNECT_BACKOFF`]
-    /// by default.
-    pub max_reconnect_backoff: Duration,
-    /// `expose`: the tools also listed on quickforge's own `tools/list`
-    /// as `NAME__tool` (`"direct"`: all; a list of globs: those; `"code"`,
-    /// the default: none, they are reached through `execute` only).
-    pub expose: crate::policy::Expose,
-}
-
-/// How quickforge talks to a server.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Transport {
-    /// A child process speaking JSON-RPC on stdin/stdout.
-    Stdio {
-        /// The program.
-        command: String,
-        /// Its arguments.
-        args: Vec<String>,
-        /// Its environment: [`INHERITED_ENV`] from the gateway, then these.
-        env: BTreeMap<String, String>,
-        /// Its working directory; `None` inherits the gateway's.
-        cwd: Option<PathBuf>,
-    },
-    /// A URL: streamable HTTP, falling back to legacy HTTP+SSE as the MCP
-    /// specification's backwards-compatibility rule describes.
-    Http {
-        /// The endpoint.
-        url: String,
-        /// Extra request headers (e.g. `Authorization`).
-        headers: BTreeMap<String, String>,
-    },
-}
-
 /// Whether a header of this name carries credentials: the standard ones
 /// (`Authorization`, `Proxy-Authorization`, `Cookie`) and any name that says
 /// so (`X-API-Key`, `X-Auth-Token`, `Private-Token`, ...). Such headers go only
@@ -193,18 +87,6 @@ pub fn is_loopback(url: &reqwest::Url) -> bool {
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
         None => false,
     }
-}
-
-/// `[groups.NAME]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupConfig {
-    /// The group's name.
-    pub name: String,
-    /// The servers in it, by name; a server is in at most one group.
-    pub servers: Vec<String>,
-    /// Whether the first call into it locks an execution to it (`strict`,
-    /// the default) or the group is a label (`open`).
-    pub isolation: Isolation,
 }
 
 /// `[manifest]`.

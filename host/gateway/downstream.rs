@@ -19,13 +19,13 @@ use rmcp::{Peer, RoleClient, ServiceError};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use super::broken::Broken;
 use super::convert;
 use super::era::{self, EraMemory};
 use super::handler::{Handler, RefreshSet};
 use super::limited_http::LimitedHttp;
+use super::reset::ResetCause;
 use super::sse::SseTransport;
-use crate::config::{INHERITED_ENV, ServerConfig, Transport};
+use super::{INHERITED_ENV, ServerConfig, Transport};
 use crate::error::{ErrorCode, ForgeError};
 use crate::relay::{Relay, Tracked, Upstream};
 
@@ -40,7 +40,7 @@ struct LimitedLines<R> {
     inner: R,
     limit: usize,
     since_newline: usize,
-    broken: Broken,
+    reset: ResetCause,
 }
 
 impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for LimitedLines<R> {
@@ -59,7 +59,7 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for LimitedLines<R> {
                 } else {
                     this.since_newline += 1;
                     if this.since_newline > this.limit {
-                        let why = this.broken.oversized(this.limit);
+                        let why = this.reset.oversized(this.limit);
                         return std::task::Poll::Ready(Err(std::io::Error::other(why)));
                     }
                 }
@@ -80,7 +80,7 @@ pub struct Connection {
     pub instructions: Option<String>,
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
     /// Why the session was torn down by quickforge itself, if it was.
-    broken: Broken,
+    reset: ResetCause,
     cancel: std::sync::Mutex<Option<rmcp::service::RunningServiceCancellationToken>>,
     child: Option<ChildGuard>,
     /// The session's handler: where the requests a script has in flight
@@ -90,7 +90,7 @@ pub struct Connection {
     pub(super) handler: Handler,
     /// Tools this server refused to run without 2025-11-25 task
     /// augmentation; they are called as tasks from then on (see
-    /// `kinds::needs_task`).
+    /// `tool_call::needs_task`).
     pub(super) task_tools: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
@@ -202,7 +202,7 @@ type StdioTransport = AsyncRwTransport<
 
 /// Starts a stdio server as the leader of its own process group, its stderr
 /// copied to the log, and returns the transport on its pipes.
-fn spawn(config: &ServerConfig) -> Result<(StdioTransport, ChildGuard, Broken), String> {
+fn spawn(config: &ServerConfig) -> Result<(StdioTransport, ChildGuard, ResetCause), String> {
     let Transport::Stdio {
         command,
         args,
@@ -247,17 +247,17 @@ fn spawn(config: &ServerConfig) -> Result<(StdioTransport, ChildGuard, Broken), 
         child: std::sync::Mutex::new(Some(child)),
         stderr: std::sync::Mutex::new(stderr),
     };
-    let broken = Broken::default();
+    let reset = ResetCause::default();
     let limit = config.max_response_bytes;
     let stdout = LimitedLines {
         inner: stdout,
         limit,
         since_newline: 0,
-        broken: broken.clone(),
+        reset: reset.clone(),
     };
     let transport =
         AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(limit + LINE_SLACK);
-    Ok((transport, guard, broken))
+    Ok((transport, guard, reset))
 }
 
 /// Connects to `config`'s server and completes the MCP handshake, in the
@@ -278,9 +278,9 @@ pub async fn connect(
     };
     match &config.transport {
         Transport::Stdio { command, .. } => {
-            let (transport, guard, broken) = spawn(config)?;
+            let (transport, guard, reset) = spawn(config)?;
             match era::handshake(handler.clone(), transport, era).await {
-                Ok(service) => Ok(finish(service, Some(guard), broken)),
+                Ok(service) => Ok(finish(service, Some(guard), reset)),
                 Err(e) if era.legacy() => {
                     Err(format!("MCP handshake with {command:?} failed: {e}"))
                 }
@@ -290,19 +290,19 @@ pub async fn connect(
                     // process gets the 2025 handshake alone.
                     drop(guard);
                     tracing::debug!(server = %config.name, "server/discover failed ({probe}); trying initialize");
-                    let (transport, guard, broken) = spawn(config)?;
+                    let (transport, guard, reset) = spawn(config)?;
                     let service = era::initialize(handler, transport, era)
                         .await
                         .map_err(|e| {
                             format!("MCP handshake with {command:?} failed: {e} (and server/discover: {probe})")
                         })?;
-                    Ok(finish(service, Some(guard), broken))
+                    Ok(finish(service, Some(guard), reset))
                 }
             }
         }
         Transport::Http { url, headers } => {
             let http = http_client()?;
-            let broken = Broken::default();
+            let reset = ResetCause::default();
             let mut custom = HashMap::new();
             let mut header_map = HeaderMap::new();
             for (k, v) in headers {
@@ -314,7 +314,7 @@ pub async fn connect(
             }
             let streamable = || {
                 StreamableHttpClientTransport::with_client(
-                    LimitedHttp::new(http.clone(), broken.clone()),
+                    LimitedHttp::new(http.clone(), reset.clone()),
                     StreamableHttpClientTransportConfig::with_uri(url.as_str())
                         .custom_headers(custom.clone())
                         .reinit_on_expired_session(true)
@@ -332,7 +332,7 @@ pub async fn connect(
                 attempt = era::initialize(handler.clone(), streamable(), era).await;
             }
             match attempt {
-                Ok(service) => Ok(finish(service, None, broken.clone())),
+                Ok(service) => Ok(finish(service, None, reset.clone())),
                 Err(e) if refuses_streamable_http(&e) => {
                     tracing::info!(server = %config.name, "no streamable HTTP ({e}); trying legacy HTTP+SSE");
                     let sse = SseTransport::connect(
@@ -341,7 +341,7 @@ pub async fn connect(
                         header_map,
                         &config.name,
                         config.max_response_bytes,
-                        broken.clone(),
+                        reset.clone(),
                     )
                     .await
                     .map_err(|sse| {
@@ -351,7 +351,7 @@ pub async fn connect(
                     let service = era::initialize(handler, sse, era)
                         .await
                         .map_err(|e| format!("MCP handshake over HTTP+SSE failed: {e}"))?;
-                    Ok(finish(service, None, broken))
+                    Ok(finish(service, None, reset))
                 }
                 Err(e) => Err(format!(
                     "MCP handshake over streamable HTTP failed: {e}{}",
@@ -365,7 +365,7 @@ pub async fn connect(
 fn finish(
     service: RunningService<RoleClient, Handler>,
     child: Option<ChildGuard>,
-    broken: Broken,
+    reset: ResetCause,
 ) -> Connection {
     let instructions = service.peer_info().and_then(|i| i.instructions.clone());
     let handler = service.service().clone();
@@ -376,7 +376,7 @@ fn finish(
         cancel: std::sync::Mutex::new(Some(service.cancellation_token())),
         service: tokio::sync::Mutex::new(Some(service)),
         child,
-        broken,
+        reset,
         task_tools: std::sync::Mutex::default(),
     }
 }
@@ -606,7 +606,7 @@ pub(super) async fn send_tracked(
 ) -> Result<(ServerResult, Option<Tracked>), ForgeError> {
     let fail = |e| {
         // A session quickforge reset itself says why.
-        match conn.broken.reason() {
+        match conn.reset.reason() {
             Some(why) if matches!(e, ServiceError::TransportClosed | ServiceError::TransportSend(_) | ServiceError::Cancelled { .. }) => {
                 ForgeError::new(ErrorCode::ResponseTooLarge, format!("server {server:?}: {why}"))
                     .suggest("ask the tool for less (filters, paging), or raise this server's max_response_mb")

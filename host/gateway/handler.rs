@@ -158,7 +158,7 @@ impl ClientHandler for Handler {
         // Declared: what quickforge can relay. Each request still reaches a
         // client only if that client can take it; if not, the server gets
         // the specification's error for it (see `crate::relay`). Tasks are
-        // declared because `kinds::await_task` polls the tasks a server
+        // declared because `tool_call::await_task` polls the tasks a server
         // starts.
         let mut caps = ClientCapabilities::builder()
             .enable_tasks()

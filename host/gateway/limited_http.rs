@@ -16,26 +16,26 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
-use super::broken::Broken;
+use super::reset::ResetCause;
 
 /// rmcp's cap on a JSON (non-SSE) response body, which it does not let
 /// callers change.
 const RMCP_JSON_LIMIT_MB: usize = 16;
 
-/// rmcp's reqwest client, noting oversized answers in `broken`.
+/// rmcp's reqwest client, noting oversized answers in `reset`.
 #[derive(Clone)]
 pub struct LimitedHttp {
     inner: reqwest::Client,
-    broken: Broken,
+    reset: ResetCause,
 }
 
 type Result<T> = std::result::Result<T, StreamableHttpError<reqwest::Error>>;
 type Events = BoxStream<'static, std::result::Result<Sse, SseError>>;
 
 impl LimitedHttp {
-    /// Wraps `inner`; reasons for resets go to `broken`.
-    pub fn new(inner: reqwest::Client, broken: Broken) -> LimitedHttp {
-        LimitedHttp { inner, broken }
+    /// Wraps `inner`; reasons for resets go to `reset`.
+    pub fn new(inner: reqwest::Client, reset: ResetCause) -> LimitedHttp {
+        LimitedHttp { inner, reset }
     }
 
     /// Watches `events` for rmcp's "event too large" error.
@@ -46,7 +46,7 @@ impl LimitedHttp {
                 if let Err(e) = item
                     && too_large(e)
                 {
-                    this.broken.oversized(limit);
+                    this.reset.oversized(limit);
                 }
             })
             .boxed()
@@ -62,7 +62,7 @@ impl LimitedHttp {
                 StreamableHttpPostResponse::Sse(self.watch(events, limit), sid),
             ),
             Err(e @ StreamableHttpError::ResponseBodyTooLarge { .. }) => {
-                self.broken.set(format!(
+                self.reset.set(format!(
                     "the server sent a JSON body larger than the HTTP client's fixed limit of {RMCP_JSON_LIMIT_MB} MiB (max_response_mb cannot raise it); the session was reset"
                 ));
                 Err(e)

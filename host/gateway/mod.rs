@@ -11,18 +11,19 @@
 //! ([`Gateway::refresh_all`]) and when a server announces
 //! `notifications/tools/list_changed`.
 
-mod broken;
+mod reset;
 /// Result conversion, shared with the edge provider.
 pub use quickforge_core::convert;
 pub(crate) mod downstream;
 mod era;
 mod handler;
-mod kinds;
 mod limited_http;
+mod merged;
 mod router;
+mod settings;
 mod sse;
 mod supervise;
-mod surface;
+mod tool_call;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -34,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::Guards;
 use crate::call::breaker::Breaker;
-use crate::config::{Config, ServerConfig};
+
 use crate::manifest::direct::DirectTools;
 use crate::manifest::{Manifest, ServerEntry, ServerStatus, Snapshot};
 use crate::policy::{RateLimit, ServerGroup};
@@ -43,6 +44,7 @@ use crate::relay::{Relay, Upstream};
 pub use downstream::Connection;
 pub use handler::RefreshSet;
 pub use router::Router;
+pub use settings::{GatewaySettings, GroupConfig, INHERITED_ENV, ServerConfig, Transport};
 pub use supervise::MIN_CONNECT_TIME;
 
 /// How long a stdio server gets to exit after its stdin closes at
@@ -121,7 +123,7 @@ pub struct Gateway {
 
 impl Gateway {
     /// Starts connecting to every server in `config` and returns at once.
-    pub fn start(config: &Config) -> Arc<Gateway> {
+    pub fn start(config: &GatewaySettings) -> Arc<Gateway> {
         let refresh = Arc::new(RefreshSet::default());
         let servers: BTreeMap<String, Arc<Server>> = config
             .servers
@@ -165,7 +167,7 @@ impl Gateway {
         tokio::spawn(supervise::refresher(
             Arc::downgrade(&gateway),
             refresh,
-            config.manifest.refresh_interval,
+            config.refresh_interval,
             gateway.shutdown.clone(),
         ));
         gateway
@@ -330,8 +332,15 @@ impl Gateway {
             listed.prompts =
                 optional(name, "prompts/list", timeout, conn.peer.list_all_prompts()).await;
         }
-        let entry =
-            crate::manifest::listing::entry(&server.config, conn.instructions.as_deref(), listed);
+        let entry = crate::manifest::listing::entry(
+            crate::manifest::listing::Source {
+                name: &server.config.name,
+                description: server.config.description.as_deref(),
+                policy: &server.config.policy,
+            },
+            conn.instructions.as_deref(),
+            listed,
+        );
         tracing::info!(server = %name, tools = entry.tools.len(), resources = entry.resources.len(), prompts = entry.prompts.len(), "manifest updated");
         let old = self.manifest().server(name).cloned();
         let changed =
@@ -392,14 +401,14 @@ async fn optional<T>(
 /// the server's name and the basename of its command, so an operator still knows
 /// which server and which program to look at (`server "git" (command uvx): could not
 /// start "[REDACTED:path]": No such file or directory`).
-pub(super) fn unavailable_reason(config: &crate::config::ServerConfig, why: &str) -> String {
+pub(super) fn unavailable_reason(config: &ServerConfig, why: &str) -> String {
     let redacted = crate::redact::redact(why);
     if !redacted.changed {
         return redacted.text;
     }
     let name = &config.name;
     match &config.transport {
-        crate::config::Transport::Stdio { command, .. } => {
+        Transport::Stdio { command, .. } => {
             let base = std::path::Path::new(command)
                 .file_name()
                 .map_or_else(|| command.clone(), |b| b.to_string_lossy().into_owned());

@@ -103,10 +103,10 @@ impl Servers for Router {
                 let (upstream, shape) = (self.upstream.clone(), self.shape);
                 let route = self.to_server(server, entry, move |conn, server, timeout| {
                     // One span per downstream call, under the execution's.
-                    let span = crate::observe::trace::call_span(&server, &tool);
+                    let span = crate::trace::call_span(&server, &tool);
                     Box::pin(
                         async move {
-                            let call = super::kinds::Call {
+                            let call = super::tool_call::Call {
                                 conn: &conn,
                                 server: &server,
                                 tool: &tool,
@@ -114,7 +114,7 @@ impl Servers for Router {
                                 upstream,
                                 shape,
                             };
-                            super::kinds::call_tool(call, args).await
+                            super::tool_call::call_tool(call, args).await
                         }
                         .instrument(span),
                     )

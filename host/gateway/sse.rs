@@ -17,7 +17,7 @@ use sse_stream::SseStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::broken::Broken;
+use super::reset::ResetCause;
 
 /// Messages buffered between the event stream and the client. The reader
 /// waits when it is full, which slows a flooding server rather than growing
@@ -71,11 +71,11 @@ async fn success(resp: reqwest::Response) -> Result<reqwest::Response, SseError>
 
 /// `stream` failing as soon as one event (the bytes between blank lines)
 /// grows past `limit` bytes, before the event parser buffers it whole. The
-/// reason is also left in `broken`, so calls name the limit.
+/// reason is also left in `reset`, so calls name the limit.
 fn bounded_events(
     stream: impl futures_util::Stream<Item = reqwest::Result<bytes::Bytes>>,
     limit: usize,
-    broken: Broken,
+    reset: ResetCause,
 ) -> impl futures_util::Stream<Item = Result<bytes::Bytes, std::io::Error>> {
     let mut since_blank = 0usize;
     let mut at_line_start = false;
@@ -90,7 +90,7 @@ fn bounded_events(
                     at_line_start = false;
                     since_blank += 1;
                     if since_blank > limit {
-                        return Err(std::io::Error::other(broken.oversized(limit)));
+                        return Err(std::io::Error::other(reset.oversized(limit)));
                     }
                 }
             }
@@ -116,7 +116,7 @@ impl SseTransport {
         headers: HeaderMap,
         server: &str,
         max_event: usize,
-        broken: Broken,
+        reset: ResetCause,
     ) -> Result<SseTransport, SseError> {
         let resp = http
             .get(url)
@@ -127,7 +127,7 @@ impl SseTransport {
         let resp = success(resp).await?;
         let base = resp.url().clone();
         let mut events =
-            SseStream::from_bytes_stream(bounded_events(resp.bytes_stream(), max_event, broken));
+            SseStream::from_bytes_stream(bounded_events(resp.bytes_stream(), max_event, reset));
         let endpoint = loop {
             match events.next().await {
                 Some(Ok(event)) if event.event.as_deref() == Some("endpoint") => {

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
 
 use super::{ResourceEntry, ServerEntry, ServerStatus, ToolEntry};
-use crate::config::ServerConfig;
 use crate::policy::Verdict;
 
 /// What a server listed.
@@ -38,9 +37,20 @@ fn clean(text: &mut Option<String>) {
     }
 }
 
+/// Who a listing is from: the server's name, the description forge.toml
+/// gives it, and the policy its tools pass.
+pub struct Source<'a> {
+    /// The server's name.
+    pub name: &'a str,
+    /// `[servers.NAME] description`, which wins over its instructions.
+    pub description: Option<&'a str>,
+    /// Which of its tools are listed, and which ask first.
+    pub policy: &'a crate::policy::ToolPolicy,
+}
+
 /// The entry of `config`'s server, ready, from what it `listed` and the
 /// `instructions` it sent at initialize.
-pub fn entry(config: &ServerConfig, instructions: Option<&str>, listed: Listed) -> ServerEntry {
+pub fn entry(config: Source<'_>, instructions: Option<&str>, listed: Listed) -> ServerEntry {
     let Listed {
         tools,
         resources,
@@ -99,13 +109,13 @@ pub fn entry(config: &ServerConfig, instructions: Option<&str>, listed: Listed) 
         .filter_map(|r| ResourceEntry::from_json(&r))
         .collect();
     resources.sort_by(|a, b| a.uri.cmp(&b.uri));
-    let description = config.description.clone().or_else(|| {
+    let description = config.description.map(str::to_owned).or_else(|| {
         instructions.map(|i| {
             let clean = super::sanitize::clean_text(i, super::sanitize::MAX_DESCRIPTION);
             super::summary(&clean.text, super::SUMMARY_CHARS)
         })
     });
-    let mut entry = ServerEntry::new(&config.name, description, ServerStatus::Ready);
+    let mut entry = ServerEntry::new(config.name, description, ServerStatus::Ready);
     entry.tools = tools;
     entry.resources = resources;
     entry.denied = denied;

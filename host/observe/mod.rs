@@ -8,9 +8,6 @@
 //! reconnects) is read from the gateway when `/metrics` is scraped.
 
 mod metrics;
-pub mod otel;
-pub mod trace;
 
-pub use crate::config::LogFormat;
+pub use crate::trace::otel::{exporting, shutdown as otel_shutdown};
 pub use metrics::{Metrics, Scrape};
-pub use otel::{exporting, shutdown as otel_shutdown};

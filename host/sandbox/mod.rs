@@ -34,7 +34,6 @@ use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
-use serde::Serialize;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use wasmtime::component::{Linker, ResourceTable};
@@ -48,11 +47,12 @@ pub use artifact::CacheDir;
 pub use limits::{MAX_PARALLEL, MIN_HEAP, SandboxLimits};
 pub use output::json_len;
 
+pub use crate::call::ExecutionContext;
 use crate::call::{BoxFuture, CallLimits, Pipeline};
-pub use crate::call::{ExecutionContext, Mode};
-use crate::error::{Code, ErrorCode, ErrorKind, ExecutionError, ForgeError};
+use crate::error::{Code, ErrorKind, ExecutionError, ForgeError};
 use crate::relay::Deadline;
 use meter::HostMeter;
+pub use quickforge_core::execution::{LogLevel, LogLine, Mode, Report, Stats};
 
 /// Bindings generated from `wit/`, the single source of truth of the
 /// host–guest contract.
@@ -103,80 +103,6 @@ const MAX_RANDOM_BYTES: u64 = 256;
 /// heap, the shadow stack, a few MiB of fresh allocations); beyond it, pages
 /// are returned to the kernel as usual.
 const KEEP_RESIDENT: usize = 16 * 1024 * 1024;
-
-/// Severity of a captured log line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LogLevel {
-    /// `console.debug`.
-    Debug,
-    /// `console.log`, `console.info`, `forge.log`.
-    Info,
-    /// `console.warn`.
-    Warn,
-    /// `console.error`.
-    Error,
-}
-
-/// One captured line of script output: its severity and its text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[expect(missing_docs, reason = "the fields are what the type's doc names")]
-pub struct LogLine {
-    pub level: LogLevel,
-    pub message: String,
-}
-
-/// Counters of one execution.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Stats {
-    /// Tool calls and resource reads started (what `max_tool_calls`
-    /// counts).
-    pub operations: u32,
-    /// Fuel consumed.
-    pub fuel: u64,
-    /// Wall time, in microseconds.
-    pub micros: u64,
-    /// Log lines written beyond the kept ones.
-    pub logs_dropped: u32,
-    /// Bytes of JSON cut from a result over `max_output_size` (0 when it fit).
-    pub output_cut: u64,
-    /// Part of `micros` spent waiting on the client (a person answering an
-    /// elicitation or an approval, the client's model sampling), which the
-    /// time limit does not count.
-    pub waited_micros: u64,
-    /// Time spent waiting for one of the sandbox's `max_concurrent` slots
-    /// before running (or before being refused as busy), in microseconds;
-    /// `None` for an execution refused before it queued.
-    pub queued_micros: Option<u64>,
-}
-
-/// Everything one execution produced.
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    /// The script's value, or why it failed.
-    #[serde(serialize_with = "serialize_result")]
-    pub result: Result<serde_json::Value, ExecutionError>,
-    /// Captured `console.*` and `forge.log` lines, within the log limits.
-    pub logs: Vec<LogLine>,
-    /// Counters.
-    pub stats: Stats,
-}
-
-fn serialize_result<S: serde::Serializer>(
-    r: &Result<serde_json::Value, ExecutionError>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    #[derive(Serialize)]
-    #[serde(rename_all = "snake_case")]
-    enum Tagged<'a> {
-        Value(&'a serde_json::Value),
-        Error(&'a ExecutionError),
-    }
-    match r {
-        Ok(v) => Tagged::Value(v).serialize(s),
-        Err(e) => Tagged::Error(e).serialize(s),
-    }
-}
 
 /// Engine and guest settings that differ from the gateway's, so that
 /// `benches/gap.rs` can measure what each costs in the same run. The gateway
@@ -514,18 +440,6 @@ fn failed(kind: ErrorKind, message: impl Into<String>) -> Report {
     Report::refused(ExecutionError::new(kind, message))
 }
 
-impl Report {
-    /// The report of an execution refused before it ran: no logs, no
-    /// counts.
-    pub fn refused(error: ExecutionError) -> Report {
-        Report {
-            result: Err(error),
-            logs: Vec::new(),
-            stats: Stats::default(),
-        }
-    }
-}
-
 /// `budget_spent`: whether the host refused a call for the call budget in this
 /// run, so a script that throws its own `ForgeError("TOOL_CALL_BUDGET")` is
 /// not mistaken for one.
@@ -542,14 +456,9 @@ fn classify_script_error(e: wit::ScriptError, budget_spent: bool) -> ExecutionEr
         retryable: f.retryable,
         suggestion: f.suggestion.map(|s| bounded(s, MAX_MESSAGE)),
     });
-    let budget = budget_spent
-        && forge
-            .as_ref()
-            .is_some_and(|f| f.code.is(ErrorCode::ToolCallBudget));
     let kind = match e.kind {
         K::Syntax => ErrorKind::Syntax,
         K::NotAFunction => ErrorKind::NotAFunction,
-        K::Thrown if budget => ErrorKind::ToolCallBudget,
         K::Thrown => ErrorKind::Thrown,
         K::NeverSettled => ErrorKind::NeverSettled,
         K::OutOfMemory => ErrorKind::OutOfMemory,
@@ -558,7 +467,8 @@ fn classify_script_error(e: wit::ScriptError, budget_spent: bool) -> ExecutionEr
         K::Internal => ErrorKind::Internal,
         // The guest's own deadline (`deadline-ms`), in the host's words.
         K::Timeout => ErrorKind::Timeout,
-    };
+    }
+    .of_script_failure(forge.as_ref(), budget_spent);
     ExecutionError {
         kind,
         message: bounded(e.message, MAX_MESSAGE),

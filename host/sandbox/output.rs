@@ -16,22 +16,7 @@ const MARKER_RESERVE: usize = 128;
 /// Key of the marker member added to a cut object.
 pub const CUT_KEY: &str = "…";
 
-/// The compact JSON size of `v`, without building the text.
-pub fn json_len(v: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut c = Count(0);
-    let _ = serde_json::to_writer(&mut c, v);
-    c.0
-}
+pub use quickforge_core::execution::json_len;
 
 /// `value` cut to at most about `max` bytes of JSON, and how many bytes were
 /// cut (0 when it fit).

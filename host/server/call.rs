@@ -2,7 +2,7 @@
 //! then one of two ways to run. A client of the 2025 era that does not take tasks is
 //! served on the request's own task, with the pump that sends its questions
 //! on the request's stream beside it. A client that takes tasks (SEP-2663)
-//! or speaks 2026-07-28 gets a [`Run`] (see [`crate::tasks`]): the execution
+//! or speaks 2026-07-28 gets a [`Run`] (see [`crate::execution::tasks`]): the execution
 //! goes on by itself, its questions are parked, and the request answers
 //! with the result, a task, or `input_required` (MRTR), whichever comes
 //! first.
@@ -19,9 +19,9 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::{ForgeServer, to_result};
+use crate::execution::tasks::{Outcome, Phase, Run};
 use crate::relay::{Caps, Upstream};
 use crate::sandbox::Mode;
-use crate::tasks::{Outcome, Phase, Run};
 
 impl ForgeServer {
     /// `tools/call`.
@@ -59,8 +59,7 @@ impl ForgeServer {
         let client = self.client(&cx.peer);
         let token = cx.meta.get_progress_token();
         let relay = self.executor.gateway.relay.clone();
-        let trace =
-            crate::observe::trace::TraceContext::from_meta(&cx.meta.0, crate::observe::exporting());
+        let trace = crate::trace::TraceContext::from_meta(&cx.meta.0, crate::observe::exporting());
         let modern = cx
             .protocol_version()
             .is_none_or(|v| v >= ProtocolVersion::V_2026_07_28);
@@ -69,8 +68,7 @@ impl ForgeServer {
             let limit = tasks.then_some(self.executor.runs.limits().timeout);
             let (upstream, pump) = Upstream::parked(client, token, relay, caps, limit);
             let server = self.clone();
-            let execution =
-                crate::observe::trace::scope(trace, mode, server.perform(job, upstream));
+            let execution = crate::trace::scope(trace, mode, server.perform(job, upstream));
             let owner = self.subject_id();
             let Some(run) = self.executor.runs.start(execution, pump, owner) else {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
@@ -87,7 +85,7 @@ impl ForgeServer {
         // dropped, which stops the script at once, frees its slots and
         // cancels its downstream calls.
         let (upstream, pump) = Upstream::new(client, token, relay);
-        let run = crate::observe::trace::scope(trace, mode, self.clone().perform(job, upstream));
+        let run = crate::trace::scope(trace, mode, self.clone().perform(job, upstream));
         tokio::select! {
             biased;
             () = cx.ct.cancelled() => Err(cancelled()),
@@ -175,7 +173,8 @@ impl ForgeServer {
         let result = match job {
             Job::Script { mode, code, handle } => {
                 let (report, used) = self
-                    .run_with(mode, &code, handle, Some(upstream.clone()))
+                    .executor
+                    .run_with(&self.session, mode, &code, handle, Some(upstream.clone()))
                     .await;
                 to_result(&report, used.as_ref())
             }
@@ -183,10 +182,15 @@ impl ForgeServer {
                 let handle = self.default_handle();
                 let name = tool.listed.name.clone();
                 let up = Some(upstream.clone());
-                let (report, _) = self
-                    .audited(Mode::Direct, &name, handle, |trail, stash| {
-                        self.call_direct(&tool, &args, trail, stash, up)
-                    })
+                let executor = &self.executor;
+                let (report, _) = executor
+                    .audited(
+                        &self.session,
+                        Mode::Direct,
+                        &name,
+                        handle,
+                        |trail, stash| executor.call_direct(&tool, &args, trail, stash, up),
+                    )
                     .await;
                 super::direct::direct_result(&report)
             }

@@ -27,13 +27,11 @@ use crate::session::Session;
 
 mod call;
 mod direct;
-mod executor;
-mod owner;
+mod identity;
+mod pages;
 mod result;
-mod run;
-mod surface;
 
-pub use executor::Executor;
+pub use crate::execution::Executor;
 pub use result::to_result;
 
 /// How long a client may keep `tools/list` and `server/discover` results,
@@ -86,8 +84,26 @@ fn code_schema(what: &str, stash: bool) -> Arc<rmcp::model::JsonObject> {
 /// deferring it behind its tool search.
 pub const ALWAYS_LOAD: &str = "anthropic/alwaysLoad";
 
+/// `[surface]`: how quickforge's own two tools are listed to its client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Surface {
+    /// Whether `search` and `execute` carry `_meta` `"anthropic/alwaysLoad":
+    /// true`. Default on: Claude Code defers every MCP tool behind its tool
+    /// search unless the tool says so, and a code-mode gateway whose two
+    /// tools are deferred loses its point. Clients that do not know the key
+    /// ignore it.
+    pub always_load: bool,
+}
+
+impl Default for Surface {
+    fn default() -> Self {
+        Surface { always_load: true }
+    }
+}
+
 /// The two tools, exactly as `tools/list` returns them under `surface`.
-pub fn tools(surface: &crate::config::Surface) -> Vec<Tool> {
+pub fn tools(surface: &Surface) -> Vec<Tool> {
     let mut search = Tool::new(
         "search",
         "Find downstream tools. `code` is a JS async arrow function using `manifest` \
@@ -125,17 +141,8 @@ pub struct ForgeServer {
     capped: bool,
     /// The session's client, for the relay (see [`ForgeServer::client`]).
     client: Arc<std::sync::OnceLock<Arc<ClientLink>>>,
-    /// The authenticated subject the session serves, set by its first
-    /// request (`None` inside: no `[auth]`); see `owner.rs`.
-    owner: Arc<std::sync::OnceLock<Option<crate::auth::Subject>>>,
-    /// The session's default stash handle: derived from its session id,
-    /// else sealed for `owner` and minted on first use (see `owner.rs`).
-    bound: Arc<std::sync::OnceLock<crate::state::Handle>>,
-    /// Whether this server has seen `initialize`: a session of the 2025
-    /// era (or stdio), whose `mcp-session-id` rmcp routes by. A stateless
-    /// request of the 2026 era never initializes, and the session id
-    /// header it may carry names nothing (see `owner.rs`).
-    initialized: Arc<std::sync::atomic::AtomicBool>,
+    /// How the two tools are listed (`[surface]`).
+    surface: Surface,
 }
 
 impl ForgeServer {
@@ -168,10 +175,20 @@ impl ForgeServer {
             session: Arc::new(session),
             capped: false,
             client: Arc::default(),
-            owner: Arc::default(),
-            bound: Arc::default(),
-            initialized: Arc::default(),
+            surface: Surface::default(),
         }
+    }
+
+    /// Lists the two tools as `surface` says.
+    pub fn with_surface(mut self, surface: Surface) -> ForgeServer {
+        self.surface = surface;
+        self
+    }
+
+    /// Runs `code` in `mode` with this session's own stash, and records it
+    /// in the audit log, if there is one.
+    pub async fn run(&self, mode: crate::sandbox::Mode, code: &str) -> crate::sandbox::Report {
+        self.executor.run(&self.session, mode, code).await
     }
 
     /// The client of this session, as the relay sees it; made on first use
@@ -228,8 +245,7 @@ impl ServerHandler for ForgeServer {
         request: InitializeRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        self.initialized
-            .store(true, std::sync::atomic::Ordering::Release);
+        self.session.mark_initialized();
         self.bind(&cx)?;
         if self.capped {
             self.session
@@ -279,7 +295,7 @@ impl ServerHandler for ForgeServer {
         } else {
             LIST_TTL_MS
         };
-        let mut listed = tools(&self.executor.surface);
+        let mut listed = tools(&self.surface);
         listed.extend(gateway.direct_tools().listed().cloned());
         Ok(ListToolsResult::with_all_items(listed)
             .with_ttl_ms(ttl)
@@ -287,7 +303,7 @@ impl ServerHandler for ForgeServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        tools(&self.executor.surface)
+        tools(&self.surface)
             .into_iter()
             .find(|t| t.name == name)
             .or_else(|| {
@@ -317,8 +333,7 @@ impl ServerHandler for ForgeServer {
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         self.executor.gateway.surface_ready().await;
-        let (items, next) =
-            surface::page(self.executor.gateway.surface_prompts(), request.as_ref())?;
+        let (items, next) = pages::page(self.executor.gateway.surface_prompts(), request.as_ref())?;
         let mut r = ListPromptsResult::with_all_items(items);
         r.next_cursor = next;
         Ok(r)
@@ -343,7 +358,7 @@ impl ServerHandler for ForgeServer {
     ) -> Result<ListResourcesResult, McpError> {
         self.executor.gateway.surface_ready().await;
         let (items, next) =
-            surface::page(self.executor.gateway.surface_resources(), request.as_ref())?;
+            pages::page(self.executor.gateway.surface_resources(), request.as_ref())?;
         let mut r = ListResourcesResult::with_all_items(items);
         r.next_cursor = next;
         Ok(r)
@@ -356,7 +371,7 @@ impl ServerHandler for ForgeServer {
     ) -> Result<ListResourceTemplatesResult, McpError> {
         self.executor.gateway.surface_ready().await;
         let (items, next) =
-            surface::page(self.executor.gateway.surface_templates(), request.as_ref())?;
+            pages::page(self.executor.gateway.surface_templates(), request.as_ref())?;
         let mut r = ListResourceTemplatesResult::with_all_items(items);
         r.next_cursor = next;
         Ok(r)

@@ -30,14 +30,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::bucket::Bucket;
+use super::stash_entries::StashEntries;
 use super::{Handle, StashLimits};
 use crate::error::{ErrorCode, ForgeError};
 
 /// Every stash of one space, across the gateway, and their total size.
 #[derive(Default)]
 pub(super) struct Pool {
-    pub(super) buckets: HashMap<Handle, Bucket>,
+    pub(super) buckets: HashMap<Handle, StashEntries>,
     /// Bytes of keys and values of every bucket (expired entries included
     /// until dropped).
     pub(super) bytes: usize,

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::bucket::{Bucket, Entry, cost};
 use super::caps::Pool;
+use super::stash_entries::{Entry, StashEntries, cost};
 use super::{At, Space, StashLimits, StateStore, Usage, check_key, check_put};
 use crate::error::ForgeError;
 
@@ -51,7 +51,7 @@ impl StateStore for MemoryStore {
         // checked, so eviction cannot pick it; it goes back unless empty.
         let taken = pool.buckets.remove(at.handle);
         let new_bucket = taken.is_none();
-        let mut bucket = taken.unwrap_or_else(|| Bucket::new(now));
+        let mut bucket = taken.unwrap_or_else(|| StashEntries::new(now));
         pool.bytes -= bucket.bytes;
         bucket.purge(now);
         let result = (|| {

@@ -27,11 +27,11 @@
 //! that nothing one space does — filling, deleting, being evicted — shows in
 //! another. SECURITY.md lists the channels this closes and those it leaves.
 
-mod bucket;
 pub mod caps;
 pub mod handle;
 pub mod memory;
 pub mod redis;
+mod stash_entries;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

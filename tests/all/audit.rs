@@ -322,3 +322,79 @@ async fn an_audit_file_that_cannot_be_opened_stops_the_start_with_its_path() {
         "{err}"
     );
 }
+
+/// An HTTP session's audit lines name it by the digest of the id its client
+/// holds (`Mcp-Session-Id`), so a line joins with the client's session
+/// without the log holding an id that opens it; a stdio session, which has
+/// no such id, keeps a random one.
+#[tokio::test]
+async fn an_http_sessions_audit_lines_join_with_its_mcp_session_id() {
+    crate::http::tls();
+    let dir = scratch("audit-join");
+    let (mut child, url) =
+        crate::http::serve_http(&write_config(&dir, "[audit]\nfile = \"audit.jsonl\"\n")).await;
+    let http = reqwest::Client::new();
+    let post = |session: Option<&str>, body: Value| {
+        let mut req = http
+            .post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .json(&body);
+        if let Some(id) = session {
+            req = req.header("mcp-session-id", id);
+        }
+        req.send()
+    };
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let init = crate::http::raw_initialize(&url).await;
+        let id = init.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let _ = init.text().await;
+        post(
+            Some(&id),
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )
+        .await
+        .unwrap();
+        let answer = post(
+            Some(&id),
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "execute", "arguments": {"code": "async () => 6 * 7"}}}),
+        )
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+        assert!(answer.contains("42"), "{answer}");
+        ids.push(id);
+    }
+    let all = lines_once(&dir.join("audit.jsonl"), 2).await;
+    child.start_kill().unwrap();
+    assert_eq!(all.len(), 2, "{all:#?}");
+    for (line, id) in all.iter().zip(&ids) {
+        let digest = format!("mcp-{}", &sha256(id)[..16]);
+        assert_eq!(line["session"], digest.as_str(), "{line:#}");
+        assert!(
+            !line.to_string().contains(id.as_str()),
+            "the id itself: {line:#}"
+        );
+    }
+
+    // stdio: no client id to join, a random one, the same for the session.
+    let dir = scratch("audit-join-stdio");
+    let s = connect(&write_config(&dir, "[audit]\nfile = \"audit.jsonl\"\n")).await;
+    s.execute("async () => 1").await;
+    s.execute("async () => 2").await;
+    s.close().await;
+    let all = lines_once(&dir.join("audit.jsonl"), 2).await;
+    assert_eq!(all[0]["session"], all[1]["session"]);
+    assert!(
+        !all[0]["session"].as_str().unwrap().starts_with("mcp-"),
+        "{:#}",
+        all[0]
+    );
+}

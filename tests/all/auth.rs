@@ -718,6 +718,27 @@ async fn another_subject_cannot_use_a_session_id() {
     let a = answer(in_session(&gw, &session, Some(ALICE), &put).await, 2).await;
     assert_eq!(a["result"]["structuredContent"]["result"], "put", "{a}");
 
+    // Red team round 3, point 2: a request of Alice's that rmcp answers
+    // with 404 although her session lives (a method unknown at 2026-07-28)
+    // must not make the gate forget whose the session is; Bob's requests
+    // below stay refused.
+    let unknown = reqwest::Client::new()
+        .post(&gw.url)
+        .bearer_auth(ALICE)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "no/such/method")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 9, "method": "no/such/method", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404, "the case the gate must survive");
+
     // Bob, in Alice's session: no such session, and his script does not run.
     let overwrite = call(
         3,

@@ -431,6 +431,9 @@ async fn forgemax_documented_shapes_hold() {
         )
         .await;
     assert!(e.to_string().contains("7 stash operations"), "{e}");
+    // Uncaught, the stash's budget ends the run as the call budget does.
+    assert_eq!(e["kind"], "tool_call_budget", "{e}");
+    assert_eq!(e["forge"]["code"], "TOOL_CALL_BUDGET", "{e}");
     s.close().await;
 }
 

@@ -29,6 +29,7 @@ mod init;
 mod intl;
 mod isolation;
 mod json;
+mod layers;
 mod limits;
 mod load;
 mod mcp;

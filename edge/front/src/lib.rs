@@ -188,7 +188,7 @@ fn call(params: &Value) -> Result<Value, (i64, String)> {
     let max = control::max_code_bytes() as usize;
     if code.len() > max {
         return Ok(answer::failure(
-            "code_too_large",
+            quickforge_core::execution::ErrorKind::CodeTooLarge,
             &format!(
                 "the code is {} bytes, over the {max}-byte limit",
                 code.len()

@@ -120,8 +120,8 @@ pub struct Config {
     pub manifest_refresh_ms: Option<u64>,
     /// Origins requests may go to.
     pub allow: Vec<String>,
-    /// The bearer token requests must carry, if any.
-    pub token: Option<String>,
+    /// The bearer token requests must carry (`QUICKFORGE_EDGE_TOKEN`).
+    pub token: Token,
     /// Calls per request.
     pub max_calls: u32,
     /// Per-call deadline, nanoseconds.
@@ -270,10 +270,11 @@ impl Config {
                 .get("QUICKFORGE_EDGE_TIME_ZONE")
                 .map(|z| z.trim().to_owned())
                 .filter(|z| !z.is_empty()),
-            token: env
-                .get("QUICKFORGE_EDGE_TOKEN")
-                .filter(|t| !t.is_empty())
-                .cloned(),
+            token: match env.get("QUICKFORGE_EDGE_TOKEN") {
+                None => Token::None,
+                Some(t) if t.trim().is_empty() => Token::Unusable,
+                Some(t) => Token::Bearer(t.clone()),
+            },
             servers,
             manifest,
             allow,
@@ -281,6 +282,23 @@ impl Config {
         }
     }
 }
+
+/// The bearer token of `QUICKFORGE_EDGE_TOKEN`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Token {
+    /// Not set: every request is served (the endpoint is for a trusted
+    /// network, or a gateway in front authenticates).
+    None,
+    /// Requests must carry `Authorization: Bearer <it>`.
+    Bearer(String),
+    /// Set, but empty or whitespace: a deployment that meant to require a
+    /// token and lost its value (an unset secret expands to ""). Failing
+    /// open would serve anyone; every request is refused instead.
+    Unusable,
+}
+
+/// Why every request is refused when the token is [`Token::Unusable`].
+pub const UNUSABLE_TOKEN: &str = "QUICKFORGE_EDGE_TOKEN is set but empty or whitespace, so every request is refused; set it to the bearer token clients send, or unset it to serve without one";
 
 fn server(spec: &Value) -> Result<Server, String> {
     let url = spec

@@ -217,11 +217,17 @@ impl logging::Guest for Provider {
 impl control::Guest for Provider {
     fn authorize(authorization: Option<String>) -> bool {
         with(|r| match &r.config.token {
-            None => true,
-            Some(token) => authorization
+            config::Token::None => true,
+            config::Token::Bearer(token) => authorization
                 .as_deref()
                 .and_then(|a| a.strip_prefix("Bearer "))
                 .is_some_and(|given| same(given.as_bytes(), token.as_bytes())),
+            config::Token::Unusable => {
+                // The runtime's log (wasi:cli/stderr): the operator's one
+                // way to learn why every request gets 401.
+                eprintln!("quickforge-edge: {}", config::UNUSABLE_TOKEN);
+                false
+            }
         })
     }
     fn begin(mode: Mode) -> Result<RunOptions, String> {

@@ -24,15 +24,10 @@ use crate::redact::Edge;
 use crate::stash_kv::Stash;
 use quickforge_core::convert;
 
-/// Timers one run may have pending (`setTimeout` and friends): bounds the
-/// provider's memory, far past what a script needs.
-const MAX_TIMERS: usize = 1024;
-/// The bit that marks a timer's id (`wit/sandbox.wit`, `start-timer`).
-const TIMER_BIT: u32 = 1 << 31;
-/// Log lines kept per run: the native `max_log_lines`.
-const MAX_LOG_LINES: usize = 200;
-/// Log bytes kept per run: the native `max_log_bytes`.
-const MAX_LOG_BYTES: usize = 64 * 1024;
+use quickforge_core::limits::{
+    DEFAULT_MAX_LOG_BYTES as MAX_LOG_BYTES, DEFAULT_MAX_LOG_LINES as MAX_LOG_LINES, MAX_TIMERS,
+    TIMER_BIT,
+};
 /// Most `tools/list` pages read from one server per refresh: a bound on
 /// a server that pages forever; 100 pages is thousands of tools.
 const MAX_LIST_PAGES: usize = 100;
@@ -86,6 +81,10 @@ pub struct Run {
     pub mode: Option<Mode>,
     /// Tool calls and reads started.
     pub calls: u32,
+    /// Whether a call was refused for the call budget: an uncaught refusal
+    /// then ends the run as `tool_call_budget`, where a script's own
+    /// `ForgeError("TOOL_CALL_BUDGET")` stays `thrown` (as natively).
+    budget_spent: bool,
     next_id: u32,
     logs: Vec<LogLine>,
     log_bytes: usize,
@@ -114,6 +113,7 @@ impl Run {
             config,
             mode: None,
             calls: 0,
+            budget_spent: false,
             next_id: 1,
             logs: Vec::new(),
             log_bytes: 0,
@@ -183,6 +183,7 @@ impl Run {
         })?;
         self.require_config()?;
         if self.calls >= self.config.max_calls {
+            self.budget_spent = true;
             return Err(ForgeError::call_budget(self.config.max_calls).into());
         }
         let Some(target) = self.config.servers.get(server) else {
@@ -391,7 +392,7 @@ impl Run {
     /// Starts a timer of `ms` milliseconds.
     pub fn start_timer(&mut self, ms: u32) -> Result<u32, String> {
         if self.timers.len() >= MAX_TIMERS {
-            return Err(format!("more than {MAX_TIMERS} timers pending"));
+            return Err(quickforge_core::limits::too_many_timers());
         }
         let id = TIMER_BIT | self.next_id;
         self.next_id += 1;
@@ -658,6 +659,7 @@ impl Run {
             logs: std::mem::take(&mut self.logs),
             logs_dropped: self.logs_dropped,
             calls: self.calls,
+            budget_spent: self.budget_spent,
             stash: self.stash.reported(),
         }
     }

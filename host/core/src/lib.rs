@@ -10,13 +10,22 @@
 //! - [`convert`] — a downstream result as a script sees it, and a
 //!   downstream JSON-RPC error as a `ForgeError`, redacted by the caller's
 //!   [`convert::Redactor`];
+//! - [`execution`] — what one execution is and ends in: [`Mode`],
+//!   [`Report`], [`ExecutionError`] and its [`ErrorKind`];
+//! - [`answer`] — a report as the MCP tool result its client reads, the
+//!   one shaper of both gateways;
+//! - [`limits`] — limits of one run both gateways enforce (timers, logs);
 //! - [`stash`] — the rules of one stash (key, value size, TTL, caps) and
 //!   their refusals, which every stash backend applies.
 
+pub mod answer;
 pub mod code;
 pub mod convert;
 pub mod error;
+pub mod execution;
+pub mod limits;
 pub mod stash;
 
 pub use code::{Code, ErrorCode};
 pub use error::{ForgeError, preview};
+pub use execution::{ErrorKind, ExecutionError, LogLevel, LogLine, Mode, Report, Stats};

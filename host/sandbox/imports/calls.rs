@@ -14,16 +14,7 @@ use super::super::bindings::quickforge::sandbox::calls::{Completion, Host};
 use super::super::{Completed, ExecutionState, InFlight};
 use crate::call::BoxFuture;
 
-/// Most timers one run may have pending. A timer costs the host a boxed
-/// sleep and an abort handle (a few hundred bytes) until it fires or is
-/// cleared; retries, backoff, polling and an `AbortSignal.timeout` per call
-/// of a large `forge.parallel` batch need far fewer, and the cap keeps a
-/// runaway `setTimeout` loop from growing host memory without bound.
-pub const MAX_TIMERS: usize = 1_000;
-
-/// The bit that marks a timer's id, so that it never equals a call's (the
-/// pipeline numbers calls from 1 up to `max_tool_calls`).
-const TIMER_BIT: u32 = 1 << 31;
+use quickforge_core::limits::{MAX_TIMERS, TIMER_BIT};
 
 impl ExecutionState {
     /// Adds `fut`, completing as `id`, to `set`, cancellable by
@@ -64,11 +55,7 @@ impl Host for ExecutionState {
     async fn start_timer(&mut self, ms: u32) -> wasmtime::Result<Result<u32, String>> {
         let pending = self.aborts.keys().filter(|id| *id & TIMER_BIT != 0).count();
         if pending >= MAX_TIMERS {
-            return Ok(Err(format!(
-                "too many pending timers: a run may have {MAX_TIMERS} at once; \
-                 clear the ones you no longer need (clearTimeout, clearInterval) \
-                 or wait for some to fire"
-            )));
+            return Ok(Err(quickforge_core::limits::too_many_timers()));
         }
         self.timers_started = self.timers_started.wrapping_add(1);
         let id = TIMER_BIT | (self.timers_started & !TIMER_BIT);

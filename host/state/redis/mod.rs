@@ -31,7 +31,6 @@
 //! own; executions that do not touch the stash never wait for Redis.
 
 pub mod rate;
-pub mod session;
 #[doc(hidden)]
 pub mod testing;
 #[cfg(test)]

@@ -569,6 +569,38 @@ async fn edge_checks_the_bearer_token_when_configured() {
     client.cancel().await.unwrap();
 }
 
+/// Red team round 3, point 8: a token that is set but empty or whitespace
+/// (an unset secret expanded to "") is a configuration error that refuses
+/// every request, an empty bearer included, rather than serving anyone.
+#[tokio::test]
+async fn edge_refuses_every_request_when_its_token_is_empty() {
+    let (_fixture, url, manifest) = fixture_and_manifest("edge-empty-token").await;
+    crate::http::tls();
+    for token in ["", "  \t"] {
+        let edge = serve(env_for(
+            &url,
+            &manifest,
+            &[("QUICKFORGE_EDGE_TOKEN", token)],
+        ))
+        .await;
+        for authorization in [None, Some("Bearer "), Some("Bearer  \t"), Some("Bearer x")] {
+            let mut req = reqwest::Client::new()
+                .post(&edge)
+                .header("accept", "application/json, text/event-stream");
+            if let Some(a) = authorization {
+                req = req.header("authorization", a);
+            }
+            let answer = req
+                .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(answer.status(), 401, "token {token:?}, {authorization:?}");
+        }
+        assert!(connect(&edge, Some("")).await.is_err(), "token {token:?}");
+    }
+}
+
 /// Issue 22: a runtime that reuses one instance for a second request would
 /// hand that request the JS state of the first; the front refuses a second
 /// `run` in one instance (a JSON-RPC error), and the first run's global is

@@ -359,3 +359,54 @@ async fn edge_refuses_calls_as_natively() {
     assert_eq!(edge[0]["code"], "SERVER_NOT_FOUND", "{edge:#}");
     assert_eq!(edge[1]["code"], "ARGS_TOO_LARGE", "{edge:#}");
 }
+
+/// Issue 37: the edge shapes a failed run with the native gateway's own
+/// shaper and classifies it by the same rule: a script that throws its own
+/// `ForgeError("TOOL_CALL_BUDGET")` failed as `thrown` on both (the edge
+/// used to call it `tool_call_budget`), and one that the gateway refused
+/// for its call budget, uncaught, as `tool_call_budget` on both. The whole
+/// `structuredContent` and the text are compared.
+#[tokio::test]
+async fn edge_shapes_and_classifies_failures_as_natively() {
+    let (_fixture, url, manifest) = fixture_and_manifest("edge-parity-failures").await;
+    let client = connect(
+        &serve(env_for(
+            &url,
+            &manifest,
+            &[("QUICKFORGE_EDGE_MAX_CALLS", "3")],
+        ))
+        .await,
+        None,
+    )
+    .await
+    .unwrap();
+    let dir = scratch("edge-parity-failures-native");
+    let natively = crate::mcp::connect(&write_config(
+        &dir,
+        &format!("[sandbox]\nmax_tool_calls = 3\n\n[servers.fixture]\nurl = \"{url}\"\n"),
+    ))
+    .await;
+    for (code, kind) in [
+        (
+            r#"async () => { throw new ForgeError("TOOL_CALL_BUDGET", "my own", false, null); }"#,
+            "thrown",
+        ),
+        (
+            r#"async () => { for (let i = 0; i < 4; i++) await forge.callTool("fixture", "slow", {ms: 1}); }"#,
+            "tool_call_budget",
+        ),
+        (
+            r#"async () => { console.warn("before"); throw new Error("plain"); }"#,
+            "thrown",
+        ),
+    ] {
+        let (edge, is_error) = super::host::run(&client, "execute", code).await;
+        assert!(is_error, "{edge:#}");
+        let native = natively.call("execute", code).await;
+        assert_eq!(native.is_error, Some(true));
+        let native_structured = native.structured_content.clone().unwrap();
+        assert_eq!(edge["error"]["kind"], kind, "{edge:#}");
+        assert_eq!(edge, native_structured, "{code}");
+    }
+    natively.close().await;
+}

@@ -1,21 +1,11 @@
-//! One client session's share of the gateway: its stash handle, its share
-//! of the execution slots, and its place under the cap on live sessions.
-//!
-//! A session is one stdio connection or one streamable-HTTP session. Over
-//! HTTP, any number of clients may open sessions, so both what one session
-//! may hold and how many sessions there are have bounds of their own: a
-//! session runs at most `max_concurrent_per_session` executions at once (so
-//! one client cannot take every slot while another waits), and the gateway
-//! serves at most `max_sessions` HTTP sessions (each holds a task, buffers
-//! and a stash handle).
+//! How many sessions there are and what each may hold: the bounds
+//! ([`SessionLimits`]), the cap on live HTTP sessions ([`SessionCap`]) and
+//! which of them were left alone longest ([`Recency`]), for eviction.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
-
-use crate::error::{ErrorKind, ExecutionError};
-use crate::state::Handle;
 
 /// Bounds on sessions. Every value is a documented default of `[sandbox]`
 /// in forge.toml.
@@ -148,74 +138,5 @@ impl Recency {
             .collect();
         idle.sort();
         idle.into_iter().map(|(_, id)| id).collect()
-    }
-}
-
-/// One session's own state. Dropped with the session's server, which
-/// releases its place under the cap (not its stash: the handle may live on
-/// in the client).
-pub struct Session {
-    /// Random; names the session in the audit log.
-    pub id: Arc<str>,
-    /// A random stash handle: the default stash of a session on stdio, of
-    /// `quickforge run`, and of an HTTP session without `[auth]` until it
-    /// names its session id (then `ForgeServer` derives the default from
-    /// the id, the same on every replica; see `server/owner.rs`).
-    pub handle: Handle,
-    slots: Arc<Semaphore>,
-    share: usize,
-    /// The session's place under `max_sessions`, once it holds one: taken
-    /// at `initialize`, which only sessions of the 2025 era send (a
-    /// stateless request of the 2026 era builds a server too, but is no
-    /// session and takes no place).
-    place: std::sync::Mutex<Option<OwnedSemaphorePermit>>,
-}
-
-impl Session {
-    /// A session whose default stash handle is `handle`, running at most
-    /// `share` executions at once, holding `place` under the session cap if
-    /// any.
-    pub fn new(handle: Handle, share: usize, place: Option<OwnedSemaphorePermit>) -> Session {
-        Session {
-            id: crate::audit::random_id(8).into(),
-            handle,
-            place: std::sync::Mutex::new(place),
-            slots: Arc::new(Semaphore::new(share.max(1))),
-            share,
-        }
-    }
-
-    /// Takes a place under `cap` for this session, unless it holds one
-    /// already; the message saying the gateway is full otherwise.
-    pub fn take_place(&self, cap: &SessionCap) -> Result<(), String> {
-        let mut place = self.place.lock().unwrap_or_else(|e| e.into_inner());
-        if place.is_none() {
-            *place = Some(cap.try_open()?);
-        }
-        Ok(())
-    }
-
-    /// One of the session's execution slots, waiting at most `wait`; a
-    /// `busy` refusal when the session's other executions keep them all.
-    pub async fn slot(
-        &self,
-        wait: Duration,
-        max_concurrent: usize,
-    ) -> Result<OwnedSemaphorePermit, ExecutionError> {
-        match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
-            Ok(Ok(permit)) => Ok(permit),
-            Ok(Err(_)) => Err(ExecutionError::new(
-                ErrorKind::Internal,
-                "the session is closing",
-            )),
-            Err(_) => Err(ExecutionError::new(
-                ErrorKind::Busy,
-                format!(
-                    "this session already runs its share of {} of the gateway's {max_concurrent} execution slots (sandbox.max_concurrent_per_session), and none came free in {} ms; retry when one of its executions finishes",
-                    self.share,
-                    wait.as_millis()
-                ),
-            )),
-        }
     }
 }

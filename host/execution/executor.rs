@@ -19,8 +19,6 @@ pub struct Executor {
     pub store: Arc<dyn StateStore>,
     /// The secret that seals stash handles.
     pub handles: HandleKey,
-    /// How the two tools are listed.
-    pub surface: crate::config::Surface,
     /// Bounds on sessions: how many, and each one's share of the slots.
     pub sessions: SessionLimits,
     /// The live HTTP sessions, against `sessions.max_sessions`.
@@ -36,7 +34,7 @@ pub struct Executor {
     pub audit: Option<Arc<crate::audit::AuditLog>>,
     /// Executions that outlive their request: tasks, and executions
     /// waiting for a 2026-era client's answers.
-    pub runs: Arc<crate::tasks::Runs>,
+    pub runs: Arc<crate::execution::tasks::Runs>,
     /// The metrics `/metrics` serves (`[observability] metrics`); the audit
     /// log feeds them. `None`: not served.
     pub metrics: Option<Arc<crate::observe::Metrics>>,
@@ -60,14 +58,13 @@ impl Executor {
     ) -> Executor {
         let sessions = SessionLimits::for_slots(sandbox.limits().max_concurrent);
         let handles = HandleKey::random();
-        let tasks = crate::tasks::TaskLimits::for_slots(sandbox.limits().max_concurrent);
+        let tasks = crate::execution::tasks::TaskLimits::for_slots(sandbox.limits().max_concurrent);
         Executor {
-            runs: Arc::new(crate::tasks::Runs::new(handles.clone(), tasks)),
+            runs: Arc::new(crate::execution::tasks::Runs::new(handles.clone(), tasks)),
             sandbox,
             gateway,
             store: Arc::new(MemoryStore::new(stash_limits)),
             handles,
-            surface: crate::config::Surface::default(),
             sessions,
             session_cap: SessionCap::new(sessions.max_sessions),
             running: tokio_util::task::TaskTracker::new(),
@@ -75,7 +72,7 @@ impl Executor {
             validate: true,
             audit: None,
             metrics: None,
-            replica: crate::config::default_replica().into(),
+            replica: default_replica().into(),
             redis: None,
         }
     }
@@ -96,7 +93,7 @@ impl Executor {
     }
 
     /// Bounds tasks and other runs by `limits`.
-    pub fn with_tasks(self, limits: crate::tasks::TaskLimits) -> Executor {
+    pub fn with_tasks(self, limits: crate::execution::tasks::TaskLimits) -> Executor {
         let owner = self.runs.owner().cloned();
         self.remake_runs(limits, owner)
     }
@@ -113,16 +110,12 @@ impl Executor {
     /// so a new table loses nothing.
     fn remake_runs(
         mut self,
-        limits: crate::tasks::TaskLimits,
+        limits: crate::execution::tasks::TaskLimits,
         owner: Option<Arc<str>>,
     ) -> Executor {
-        self.runs = Arc::new(crate::tasks::Runs::new(self.handles.clone(), limits).owned_by(owner));
-        self
-    }
-
-    /// Lists the two tools as `surface` says.
-    pub fn with_surface(mut self, surface: crate::config::Surface) -> Executor {
-        self.surface = surface;
+        self.runs = Arc::new(
+            crate::execution::tasks::Runs::new(self.handles.clone(), limits).owned_by(owner),
+        );
         self
     }
 
@@ -209,4 +202,17 @@ impl Executor {
             );
         }
     }
+}
+
+/// Longest `replica`, in bytes, outside a cluster: 128, room for any host
+/// name or pod name; it is written in every audit line.
+pub const MAX_REPLICA_BYTES: usize = 128;
+
+/// The host's name, as the default replica name, else `"quickforge"`.
+pub fn default_replica() -> String {
+    gethostname::gethostname()
+        .into_string()
+        .ok()
+        .filter(|h| !h.is_empty() && h.len() <= MAX_REPLICA_BYTES)
+        .unwrap_or_else(|| "quickforge".into())
 }

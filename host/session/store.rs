@@ -12,7 +12,7 @@
 //! own the restored session on a replica that had not seen it. Another
 //! subject's restore finds no session (404). The HTTP session gate asks
 //! [`RedisSessionStore::opened_by`] too, before any request of a session
-//! this replica has not seen reaches rmcp (`auth::SessionOwners`).
+//! this replica has not seen reaches rmcp (`session::SessionOwners`).
 //!
 //! A record that does not parse (written by another version) is no
 //! session: the client gets 404 and opens a new one, where an error would
@@ -25,8 +25,8 @@ use rmcp::transport::streamable_http_server::session::store::{
     SessionState, SessionStore, SessionStoreError,
 };
 
-use super::Redis;
 use crate::auth::{Subject, request_subject};
+use crate::state::redis::Redis;
 
 /// What Redis keeps of a session: rmcp's state (`S`: owned when read,
 /// borrowed when written) and who opened it.

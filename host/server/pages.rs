@@ -1,5 +1,5 @@
 //! quickforge's own prompts, resources and completions: the downstream
-//! servers' (see `gateway::surface`), paginated here over the merged lists.
+//! servers' (see `gateway::merged`), paginated here over the merged lists.
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{Cursor, PaginatedRequestParams};

@@ -11,12 +11,12 @@
 //! session id gets the 404 of a session that does not exist, whatever it
 //! is. A session opened on this replica is recorded when its `initialize`
 //! answers; one opened elsewhere is looked up in its Redis record
-//! (`state::redis::session`) the first time it reaches this replica.
+//! (`session::store`) the first time it reaches this replica.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::Subject;
+use crate::auth::Subject;
 
 /// The subject of each session this replica has seen, by session id.
 #[derive(Default)]

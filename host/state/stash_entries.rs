@@ -15,7 +15,7 @@ pub(super) struct Entry {
 pub(super) use quickforge_core::stash::cost;
 
 /// One stash: one handle's entries in one space.
-pub(super) struct Bucket {
+pub(super) struct StashEntries {
     pub(super) entries: HashMap<String, Entry>,
     /// Bytes of keys and values of `entries`.
     pub(super) bytes: usize,
@@ -24,9 +24,9 @@ pub(super) struct Bucket {
     pub(super) last_used: Instant,
 }
 
-impl Bucket {
-    pub(super) fn new(now: Instant) -> Bucket {
-        Bucket {
+impl StashEntries {
+    pub(super) fn new(now: Instant) -> StashEntries {
+        StashEntries {
             entries: HashMap::new(),
             bytes: 0,
             last_used: now,

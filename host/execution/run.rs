@@ -1,22 +1,24 @@
-//! One execution of a session: the gate in front of the sandbox (shutdown,
-//! the execution rate, the session's share of the slots, the validator),
-//! its context, and its audit line.
+//! One execution of a session, its steps in the order the room's doc lists
+//! them: the audit line opened, then the gate (shutdown, the execution
+//! rate, the session's share of the slots, the code size, the validator),
+//! the context, the sandbox, the report, the audit line written.
 
 use std::sync::Arc;
 
-use super::ForgeServer;
+use super::Executor;
 use crate::gateway::STARTUP_WAIT;
 use crate::gateway::convert::Shape;
 use crate::relay::Upstream;
 use crate::sandbox::{ExecutionContext, Mode, Report};
+use crate::session::Session;
 use crate::state::{Handle, Stash};
 use crate::validate::Rule;
 
-impl ForgeServer {
-    /// Runs `code` in `mode` with this session's own stash, and records it
-    /// in the audit log, if there is one.
-    pub async fn run(&self, mode: Mode, code: &str) -> Report {
-        self.run_with(mode, code, self.session.handle.clone(), None)
+impl Executor {
+    /// Runs `code` in `mode` for `session` with its own stash, and records
+    /// it in the audit log, if there is one.
+    pub async fn run(&self, session: &Session, mode: Mode, code: &str) -> Report {
+        self.run_with(session, mode, code, session.handle.clone(), None)
             .await
             .0
     }
@@ -28,13 +30,14 @@ impl ForgeServer {
     /// started it.
     pub async fn run_with(
         &self,
+        session: &Session,
         mode: Mode,
         code: &str,
         handle: Handle,
         upstream: Option<Arc<Upstream>>,
     ) -> (Report, Option<Handle>) {
-        self.audited(mode, code, handle, |trail, stash| {
-            self.admit(mode, code, trail, stash, upstream)
+        self.audited(session, mode, code, handle, |trail, stash| {
+            self.admit(session, mode, code, trail, stash, upstream)
         })
         .await
     }
@@ -43,8 +46,9 @@ impl ForgeServer {
     /// by `code`) with the stash of `handle`, and records it in the audit
     /// log, if there is one; with its report, the handle when the stash
     /// was used.
-    pub(super) async fn audited<W, F>(
+    pub async fn audited<W, F>(
         &self,
+        session: &Session,
         mode: Mode,
         code: &str,
         handle: Handle,
@@ -54,16 +58,16 @@ impl ForgeServer {
         W: FnOnce(Option<crate::audit::SharedTrail>, Arc<Stash>) -> F,
         F: std::future::Future<Output = Report>,
     {
-        let stash = Arc::new(Stash::new(self.executor.store.clone(), handle));
-        let report = match &self.executor.audit {
+        let stash = Arc::new(Stash::new(self.store.clone(), handle));
+        let report = match &self.audit {
             None => work(None, stash.clone()).await,
             Some(audit) => {
                 let mut audited = Audited {
                     audit,
                     arrival: crate::audit::Arrival {
-                        session: &self.session.id,
-                        subject: self.subject_id(),
-                        replica: &self.executor.replica,
+                        session: session.audit_id(),
+                        subject: session.subject_id(),
+                        replica: &self.replica,
                         stash: stash.handle(),
                         at: std::time::SystemTime::now(),
                         mode,
@@ -87,20 +91,18 @@ impl ForgeServer {
     /// operations in `trail`.
     async fn admit(
         &self,
+        session: &Session,
         mode: Mode,
         code: &str,
         trail: Option<crate::audit::SharedTrail>,
         stash: Arc<Stash>,
         upstream: Option<Arc<Upstream>>,
     ) -> Report {
-        if self.executor.running.is_closed() {
-            return Report::refused(crate::error::ExecutionError::new(
-                crate::error::ErrorKind::Busy,
-                "the gateway is shutting down and takes no new executions",
-            ));
+        if let Some(refused) = self.closing("executions") {
+            return refused;
         }
-        let rate = match &self.executor.rate {
-            Some(rate) => rate.take_shared_for(self.subject_id()).await,
+        let rate = match &self.rate {
+            Some(rate) => rate.take_shared_for(session.subject_id()).await,
             None => Ok(()),
         };
         if let Err(e) = rate {
@@ -111,12 +113,10 @@ impl ForgeServer {
             err.forge = Some(e);
             return Report::refused(err);
         }
-        self.executor
-            .running
+        self.running
             .track_future(async {
-                let limits = self.executor.sandbox.limits();
-                match self
-                    .session
+                let limits = self.sandbox.limits();
+                match session
                     .slot(limits.max_queue_wait, limits.max_concurrent)
                     .await
                 {
@@ -136,7 +136,7 @@ impl ForgeServer {
         upstream: Option<Arc<Upstream>>,
     ) -> Report {
         // Oversized code is the sandbox's to refuse, without parsing it.
-        if self.executor.validate && code.len() <= self.executor.sandbox.limits().max_code_size {
+        if self.validate && code.len() <= self.sandbox.limits().max_code_size {
             let verdict = crate::validate::validate_async(
                 code.to_string(),
                 crate::validate::ValidatorLimits::default(),
@@ -161,21 +161,32 @@ impl ForgeServer {
             }
         }
         let cx = self.context(Shape::Script, trail, stash, upstream).await;
-        self.executor.sandbox.run(mode, code, cx).await
+        self.sandbox.run(mode, code, cx).await
+    }
+
+    /// Step 2, the one shutdown check: once the gateway drains, the refusal
+    /// of new `what` (executions, calls), else `None`.
+    pub(super) fn closing(&self, what: &str) -> Option<Report> {
+        self.running.is_closed().then(|| {
+            Report::refused(crate::error::ExecutionError::new(
+                crate::error::ErrorKind::Busy,
+                format!("the gateway is shutting down and takes no new {what}"),
+            ))
+        })
     }
 
     /// What one execution (or direct call) reaches, once the servers have
     /// had their start-up: the manifest as it is now, the router over it
     /// giving tool results in `shape`, and the execution's stash, audit
     /// trail and client.
-    pub(super) async fn context(
+    pub async fn context(
         &self,
         shape: Shape,
         trail: Option<crate::audit::SharedTrail>,
         stash: Arc<Stash>,
         upstream: Option<Arc<Upstream>>,
     ) -> ExecutionContext {
-        let gateway = &self.executor.gateway;
+        let gateway = &self.gateway;
         gateway.wait_started(STARTUP_WAIT).await;
         let snapshot = gateway.snapshot();
         let router = gateway

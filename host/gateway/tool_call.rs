@@ -50,7 +50,7 @@ pub async fn call_tool(
         upstream,
         shape,
     } = call;
-    let mut params = crate::observe::trace::inject(
+    let mut params = crate::trace::inject(
         CallToolRequestParams::new(tool.to_string()).with_arguments(arguments),
     );
     let track = upstream.clone().map(|upstream| Track { tool, upstream });

@@ -8,9 +8,9 @@ use std::sync::Arc;
 /// transport, so the calls that then fail name the cause rather than a bare
 /// "transport closed".
 #[derive(Debug, Clone, Default)]
-pub struct Broken(Arc<std::sync::Mutex<Option<String>>>);
+pub struct ResetCause(Arc<std::sync::Mutex<Option<String>>>);
 
-impl Broken {
+impl ResetCause {
     /// Records `why`.
     pub fn set(&self, why: String) {
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);

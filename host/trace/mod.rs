@@ -17,6 +17,8 @@
 //! hex fields (W3C Trace Context, level 1, §3.2) whose rules fit in one
 //! function, tested against the specification's examples below.
 
+pub mod otel;
+
 use std::future::Future;
 
 use tracing::Instrument as _;
@@ -157,7 +159,7 @@ impl TraceContext {
 /// span of its own named `execution`.
 pub async fn scope<F: Future>(
     cx: TraceContext,
-    mode: crate::sandbox::Mode,
+    mode: quickforge_core::execution::Mode,
     execution: F,
 ) -> F::Output {
     let mode = mode.as_str();
@@ -169,13 +171,13 @@ pub async fn scope<F: Future>(
         parent_id = cx.parent_id.map(hex::encode),
     );
     let mut cx = cx;
-    let parent = cx.parent_id.map(|span_id| super::otel::Remote {
+    let parent = cx.parent_id.map(|span_id| otel::Remote {
         trace_id: cx.trace_id,
         span_id,
         flags: cx.flags,
         state: cx.state.as_deref(),
     });
-    if let Some((trace_id, span_id)) = super::otel::adopt(&span, parent) {
+    if let Some((trace_id, span_id)) = otel::adopt(&span, parent) {
         cx.trace_id = trace_id;
         cx.span_id = span_id;
     }
@@ -208,7 +210,7 @@ pub fn inject(
 ) -> rmcp::model::CallToolRequestParams {
     let Ok((traceparent, state)) = CURRENT.try_with(|cx| {
         let span = tracing::Span::current();
-        let span_id = super::otel::span_id(&span).unwrap_or_else(random);
+        let span_id = otel::span_id(&span).unwrap_or_else(random);
         span.record("trace_id", cx.trace_id_hex());
         span.record("span_id", hex::encode(span_id));
         (cx.traceparent(span_id), cx.state.clone())

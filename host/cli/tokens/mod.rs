@@ -7,6 +7,8 @@ use std::process::ExitCode;
 
 use crate::gateway::{Gateway, SERVER_GRACE, STARTUP_WAIT};
 
+pub mod count;
+
 use super::{EXIT_FAILED, load_config};
 
 /// Runs `quickforge tokens`.
@@ -18,14 +20,14 @@ pub(super) async fn tokens(config: Option<PathBuf>, as_json: bool) -> ExitCode {
     let (configured, direct) = if config.servers.is_empty() {
         (None, Vec::new())
     } else {
-        let gateway = Gateway::start(&config);
+        let gateway = Gateway::start(&config.gateway());
         gateway.wait_started(STARTUP_WAIT).await;
         let m = gateway.manifest();
         let direct: Vec<_> = gateway.direct_tools().listed().cloned().collect();
         gateway.close(SERVER_GRACE).await;
-        (Some(crate::tokens::downstream_tools(&m)), direct)
+        (Some(count::downstream_tools(&m)), direct)
     };
-    let table = match crate::tokens::table(configured, &direct, &config.surface) {
+    let table = match count::table(configured, &direct, &config.surface) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");
@@ -40,7 +42,7 @@ pub(super) async fn tokens(config: Option<PathBuf>, as_json: bool) -> ExitCode {
             serde_json::to_string_pretty(&table).unwrap_or_default()
         );
     } else {
-        let _ = write!(out, "{}", crate::tokens::markdown(&table));
+        let _ = write!(out, "{}", count::markdown(&table));
     }
     ExitCode::SUCCESS
 }
