@@ -35,8 +35,7 @@
 //! 8. `call` — the one pipeline every tool call, resource read and stash
 //!    operation passes, in a written order ([`Servers`] is its route step)
 //! 9. `relay` — what downstream servers send during a script's calls,
-//!    carried to the client whose execution made them; approvals; the
-//!    pausable deadline
+//!    carried to the client whose execution made them; approvals
 //! 10. `manifest` — the model scripts query, search, TypeScript rendering
 //! 11. `policy` — tool policy, strict server groups, rate limits
 //! 12. `audit` — one JSON line per execution, for investigation
@@ -44,7 +43,9 @@
 //!     with the gateway's caps and one space per strict group
 //! 14. `auth` — bearer tokens on HTTP (`[auth]`): opaque or JWT, the
 //!     subject each request comes from, the protected resource metadata
-//! 15. `trace` — W3C trace context through an execution, and span export
+//! 15. `trace` · `deadline` — W3C trace context through an execution, and
+//!     span export; an execution's wall deadline, paused while it waits on
+//!     a person or the client's model
 //! 16. `error` · `guest_json` — the typed failures and the one vocabulary
 //!     of codes (from `quickforge-core`); JSON text from the guest
 
@@ -53,6 +54,7 @@ mod auth;
 mod call;
 mod cli;
 mod config;
+mod deadline;
 mod error;
 mod execution;
 mod gateway;

@@ -57,10 +57,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::audit::trail::SharedTrail;
+use crate::deadline::Deadline;
 use crate::error::{ErrorCode, ForgeError};
 use crate::manifest::ManifestView;
 use crate::policy::GroupLock;
-use crate::relay::{Deadline, Upstream};
+use crate::relay::Upstream;
 use crate::state::Stash;
 
 pub use guard::Guards;

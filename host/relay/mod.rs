@@ -20,12 +20,12 @@
 //! Requests to the client (elicitation, sampling, roots) are sent from the
 //! task serving the client's `execute` ([`Upstream::pump`]), so rmcp routes
 //! them on that request's own stream. Waiting on a person or on the
-//! client's model pauses the execution's deadline ([`deadline`]), has a
+//! client's model pauses the execution's deadline (`crate::deadline`), has a
 //! bound of its own, and takes one of a capped number of waiting places
 //! ([`RelayLimits`]).
 
 pub mod approve;
-pub mod deadline;
+
 mod progress;
 mod questions;
 mod upstream;
@@ -37,7 +37,6 @@ use std::time::Duration;
 
 use rmcp::model::{ProgressToken, RequestId};
 
-pub use deadline::Deadline;
 pub use questions::Questions;
 pub use upstream::{Asked, Caps, ClientLink, Pump, QUICK_ASK, Upstream};
 

@@ -26,7 +26,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::progress::Progress;
 use super::questions::Questions;
-use super::{Deadline, Relay, wait_left};
+use super::{Relay, wait_left};
+use crate::deadline::Deadline;
 
 /// Longest a quick request to the client (`roots/list`) may take: the
 /// client program answers it itself, without a person, in milliseconds.

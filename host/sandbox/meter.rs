@@ -25,7 +25,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::relay::Deadline;
+use crate::deadline::Deadline;
 
 /// Host time an execution may take on a tokio worker between two yields:
 /// the same ~1 ms the guest gets between fuel yields, so another execution

@@ -49,8 +49,8 @@ pub use output::json_len;
 
 pub use crate::call::ExecutionContext;
 use crate::call::{BoxFuture, CallLimits, Pipeline};
+use crate::deadline::Deadline;
 use crate::error::{Code, ErrorKind, ExecutionError, ForgeError};
-use crate::relay::Deadline;
 use meter::HostMeter;
 pub use quickforge_core::execution::{LogLevel, LogLine, Mode, Report, Stats};
 
@@ -266,7 +266,7 @@ impl Sandbox {
         let queued_micros = Some(queued.elapsed().as_micros() as u64);
         // The time limit counts from when the execution gets its slot, and
         // stops while the execution waits on its client (see
-        // `relay::deadline`).
+        // `crate::deadline`).
         let deadline = cx.deadline.clone();
         let limit = deadline.limit().unwrap_or(self.limits.timeout);
         deadline.start(limit);
@@ -592,8 +592,13 @@ struct ExecutionState {
     /// progress together. Dropping them (the execution ended) cancels them.
     calls: InFlight,
     /// Timers pending (see `imports/calls.rs`): polled like calls, but
-    /// dropped, not drained, when the run has its result.
+    /// dropped, not drained, when the run has its result. A cleared timer
+    /// stays in the set until the set is polled, so its length, not the
+    /// live ids, is what the timer cap counts.
     timers: InFlight,
+    /// Timers that fired while the set was swept for cleared ones, kept
+    /// for `next-completion` (counted against the cap with `timers`).
+    timers_fired: std::collections::VecDeque<Completed>,
     /// How to cancel each call and timer in flight, by id.
     aborts: std::collections::HashMap<u32, futures_util::future::AbortHandle>,
     /// Timers started in this run, which numbers them.
@@ -637,6 +642,7 @@ impl ExecutionState {
             pipeline: Pipeline::new(mode, call_limits, cx),
             calls: FuturesUnordered::new(),
             timers: FuturesUnordered::new(),
+            timers_fired: std::collections::VecDeque::new(),
             aborts: std::collections::HashMap::new(),
             timers_started: 0,
             logs: Vec::new(),

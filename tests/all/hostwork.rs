@@ -281,3 +281,52 @@ async fn a_pathological_schema_pattern_is_found_at_load_and_named() {
     );
     assert!(out.status.success(), "a warning is not a failure: {stdout}");
 }
+
+/// The gateway's resident memory, KiB.
+fn resident_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Red team round 3, point 5: a loop of `clearTimeout(setTimeout(f, 1e9))`
+/// grew the gateway by 337 MiB at `max_heap_mb = 64`, because a cleared
+/// timer stayed in the run's set until the set was next polled and the cap
+/// counted live ids only. Now the cap counts the set and sweeps cleared
+/// timers when it is reached: 600,000 of them run to the end (the loop is
+/// not refused) while the gateway's memory stays within a bound far below
+/// what the entries would take (a generous bound for a leak, not a timing).
+#[tokio::test]
+async fn cleared_timers_do_not_grow_host_memory() {
+    let dir = scratch("cleared-timers");
+    let s = connect(&write_config(&dir, "[sandbox]\nmax_heap_mb = 64\n")).await;
+    let pid = s.child.id().unwrap();
+    s.execute("async () => 1").await;
+    let before = resident_kib(pid);
+    let mut call = Box::pin(s.call(
+        "execute",
+        r#"async () => {
+            for (let i = 0; i < 600000; i++) clearTimeout(setTimeout(() => {}, 1e9));
+            await new Promise((r) => setTimeout(r, 300));
+            return "done";
+        }"#,
+    ));
+    let mut peak = before;
+    let result = loop {
+        tokio::select! {
+            r = call.as_mut() => break r,
+            _ = tokio::time::sleep(Duration::from_millis(20)) => peak = peak.max(resident_kib(pid)),
+        }
+    };
+    assert_eq!(ok_value(&result), "done");
+    let grown_mib = peak.saturating_sub(before) / 1024;
+    assert!(
+        grown_mib < 96,
+        "the gateway grew by {grown_mib} MiB over the loop ({before} KiB before, {peak} KiB at its peak)"
+    );
+    drop(call);
+    s.close().await;
+}

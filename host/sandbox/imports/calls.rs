@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use futures_util::FutureExt as _;
 use futures_util::StreamExt as _;
 use futures_util::future::{AbortHandle, Abortable};
 
@@ -33,8 +34,36 @@ impl ExecutionState {
     }
 }
 
+impl ExecutionState {
+    /// What the run's timers hold of the host: every entry of the set
+    /// (cleared ones too, until a poll drops them) and the fired ones not
+    /// yet handed to the guest. A loop of `clearTimeout(setTimeout(..))`
+    /// grows the set, not the live ids, so this is what the cap counts.
+    fn timers_held(&self) -> usize {
+        self.timers.len() + self.timers_fired.len()
+    }
+
+    /// Drops the cleared timers from the set without waiting: each
+    /// resolves as soon as it is polled; a timer that fired meanwhile is
+    /// kept for `next-completion`. Live timers are not ready and stay.
+    fn sweep_timers(&mut self) {
+        while let Some(Some(done)) = self.timers.next().now_or_never() {
+            if let Some(fired) = done {
+                self.timers_fired.push_back(fired);
+            }
+        }
+    }
+}
+
 impl Host for ExecutionState {
     async fn next_completion(&mut self) -> Option<Completion> {
+        if let Some((id, outcome)) = self.timers_fired.pop_front() {
+            self.aborts.remove(&id);
+            return Some(Completion {
+                id,
+                outcome: outcome.map_err(Into::into),
+            });
+        }
         loop {
             // Whichever completes first; `None` once both sets are empty.
             let next = tokio::select! {
@@ -53,8 +82,10 @@ impl Host for ExecutionState {
     }
 
     async fn start_timer(&mut self, ms: u32) -> wasmtime::Result<Result<u32, String>> {
-        let pending = self.aborts.keys().filter(|id| *id & TIMER_BIT != 0).count();
-        if pending >= MAX_TIMERS {
+        if self.timers_held() >= MAX_TIMERS {
+            self.sweep_timers();
+        }
+        if self.timers_held() >= MAX_TIMERS {
             return Ok(Err(quickforge_core::limits::too_many_timers()));
         }
         self.timers_started = self.timers_started.wrapping_add(1);
