@@ -46,8 +46,9 @@
 //! 15. `trace` · `deadline` — W3C trace context through an execution, and
 //!     span export; an execution's wall deadline, paused while it waits on
 //!     a person or the client's model
-//! 16. `error` · `guest_json` — the typed failures and the one vocabulary
-//!     of codes (from `quickforge-core`); JSON text from the guest
+//! 16. `error` · `guest_json` · `files` — the typed failures and the one
+//!     vocabulary of codes (from `quickforge-core`); JSON text from the
+//!     guest; writing a file without following a link in its own name
 
 mod audit;
 mod auth;
@@ -57,6 +58,7 @@ mod config;
 mod deadline;
 mod error;
 mod execution;
+mod files;
 mod gateway;
 mod guest_json;
 mod manifest;

@@ -142,18 +142,10 @@ impl Drop for AuditLog {
 /// log describes what agents did). An existing file keeps its mode; one
 /// others can read is reported.
 fn open_private(path: &std::path::Path) -> std::io::Result<File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.create(true).append(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
-    let file = options.open(path).map_err(|e| {
-        std::io::Error::new(
-            e.kind(),
-            format!("could not open the audit log {}: {e}", path.display()),
-        )
+    // Never through a link in the log's own name (crate::files).
+    let file = crate::files::open_append(path).map_err(|e| {
+        let e = std::io::Error::from(e);
+        std::io::Error::new(e.kind(), format!("could not open the audit log: {e}"))
     })?;
     #[cfg(unix)]
     {

@@ -10,9 +10,9 @@ use std::process::ExitCode;
 
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, value};
 
-use super::atomic::write_atomic;
 use super::{EXIT_USAGE, config_path as target};
 use crate::config::Config;
+use crate::files::write_atomic;
 
 /// What `${VAR}`s stand for while an edited file is checked: the variable's
 /// value when it is set, else this, so a file that names variables only the
@@ -75,7 +75,7 @@ fn save(path: &Path, doc: &DocumentMut) -> Result<(), String> {
     Config::parse_with_env(&text, path, &lookup)
         .map_err(|e| format!("{e}\n{} is unchanged", path.display()))?;
     write_atomic(path, text.as_bytes())
-        .map_err(|e| format!("could not write {}: {e}; it is unchanged", path.display()))
+        .map_err(|e| format!("{e}; {} is unchanged", path.display()))
 }
 
 /// The `[servers]` table, or why it cannot be edited here.

@@ -21,7 +21,6 @@
 //! command lives in its own file (`serve`, `run`, `manifest`, `doctor`,
 //! `tokens`, `init/`, `edit`), and the process's log in `logging`.
 
-mod atomic;
 mod auth;
 mod doctor;
 mod drain;
@@ -226,7 +225,7 @@ pub fn main() -> ExitCode {
         Some(Command::Man { dir }) => {
             let command = <Cli as clap::CommandFactory>::command();
             let written = match dir {
-                Some(dir) => clap_mangen::generate_to(command, dir),
+                Some(dir) => man_pages(command, dir),
                 None => clap_mangen::Man::new(command).render(&mut std::io::stdout()),
             };
             return match written {
@@ -281,6 +280,25 @@ pub fn main() -> ExitCode {
     runtime.shutdown_timeout(Duration::from_secs(1));
     crate::observe::otel_shutdown();
     code
+}
+
+/// `quickforge man --dir DIR`: what `clap_mangen::generate_to` writes (a
+/// page per visible command), each page written by [`crate::files`] so a
+/// link planted in DIR is refused rather than written through.
+fn man_pages(command: clap::Command, dir: &std::path::Path) -> std::io::Result<()> {
+    fn pages(command: clap::Command, dir: &std::path::Path) -> std::io::Result<()> {
+        for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+            pages(sub.clone(), dir)?;
+        }
+        let man = clap_mangen::Man::new(command);
+        let mut page = Vec::new();
+        man.render(&mut page)?;
+        crate::files::write_atomic_readable(&dir.join(man.get_filename()), &page)?;
+        Ok(())
+    }
+    let mut command = command.disable_help_subcommand(true);
+    command.build();
+    pages(command, dir)
 }
 
 /// The file `init`, `add`, `remove` and `list` write or read: `--config`,

@@ -182,10 +182,8 @@ fn store(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .create(dir)?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     // A temporary file (created 0600) in the same directory, renamed over
-    // the artifact once complete.
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.persist(path).map(drop).map_err(|e| e.error)
+    // the artifact once complete; never through a link at its name.
+    crate::files::write_atomic(path, bytes).map_err(std::io::Error::from)
 }
 
 /// The artifact's file name: a SHA-256 over what makes a compiled guest

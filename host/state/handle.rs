@@ -162,20 +162,11 @@ impl HandleKey {
 }
 
 /// Writes `text` to `path` atomically, readable and writable by the owner
-/// only, never replacing a file another process wrote first.
+/// only, never replacing a file another process wrote first nor writing
+/// through a link (crate::files).
 fn write_private(dir: &Path, path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
     std::fs::create_dir_all(dir)?;
-    let mut file = tempfile::NamedTempFile::new_in(dir)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    file.write_all(text.as_bytes())?;
-    file.as_file().sync_all()?;
-    file.persist_noclobber(path).map_err(|e| e.error)?;
+    crate::files::write_new(path, text.as_bytes())?;
     Ok(())
 }
 

@@ -421,6 +421,91 @@ fn init_refuses_rather_than_overwrite() {
     assert!(stderr(&out).contains("not plain JSON"), "{}", stderr(&out));
 }
 
+/// `init --apply` never writes through a symbolic link in a file's own
+/// name: a project that ships a dangling `.mcp.json.quickforge-backup`
+/// pointing at a shell startup file, a client file or forge.toml that is a
+/// link, or a backup link that `--undo` would copy from, is refused with a
+/// message naming the link, and nothing is written anywhere. A link in a
+/// folder above is fine. Reproduces issue 38, finding 1: the backup copied
+/// the project's bytes into `~/.bashrc`.
+#[cfg(unix)]
+#[test]
+fn init_refuses_to_write_through_a_link() {
+    use std::os::unix::fs::symlink;
+    let refused = |out: &Output, link: &Path, doing: &str| {
+        assert_eq!(out.status.code(), Some(2), "stderr: {}", stderr(out));
+        let want =
+            format!("refusing to {doing} {link:?}: it is a symbolic link; remove it and run again");
+        assert!(
+            stderr(out).contains(&want),
+            "want {want}\ngot {}",
+            stderr(out)
+        );
+    };
+
+    // A dangling link as the backup: its target is not created.
+    let place = Place::new("init-link-backup");
+    let file = place.install("claude-code");
+    let before = std::fs::read(&file).unwrap();
+    let bashrc = place.home.join(".bashrc");
+    let backup = place.project.join(".mcp.json.quickforge-backup");
+    symlink(&bashrc, &backup).unwrap();
+    let out = place.quickforge(&["init", "--client", "claude-code", "--apply"]);
+    refused(&out, &backup, "write");
+    assert!(!bashrc.exists(), "the link's target was written");
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    assert!(!place.forge().exists(), "nothing is half done");
+    // A link to a file that exists is refused the same way, the file kept.
+    std::fs::write(&bashrc, "# mine\n").unwrap();
+    let out = place.quickforge(&["init", "--client", "claude-code", "--apply"]);
+    refused(&out, &backup, "write");
+    assert_eq!(std::fs::read_to_string(&bashrc).unwrap(), "# mine\n");
+    // Nor does --undo copy what the link names into the client's file.
+    let out = place.quickforge(&["init", "--client", "claude-code", "--undo"]);
+    refused(&out, &backup, "read");
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+
+    // The client's file itself a link: refused, its target untouched, the
+    // link still a link.
+    let place = Place::new("init-link-client");
+    let real = place.install("claude-code").with_file_name("real.json");
+    std::fs::rename(place.project.join(".mcp.json"), &real).unwrap();
+    let file = place.project.join(".mcp.json");
+    symlink(&real, &file).unwrap();
+    let before = std::fs::read(&real).unwrap();
+    let out = place.quickforge(&["init", "--client", "claude-code", "--apply"]);
+    refused(&out, &file, "write");
+    assert_eq!(std::fs::read(&real).unwrap(), before);
+    assert!(file.symlink_metadata().unwrap().file_type().is_symlink());
+    assert!(!place.project.join("real.json.quickforge-backup").exists());
+
+    // forge.toml a dangling link: refused, --force or not.
+    let place = Place::new("init-link-forge");
+    place.install("claude-desktop");
+    let elsewhere = place.home.join(".profile");
+    symlink(&elsewhere, place.forge()).unwrap();
+    for args in [&["init"][..], &["init", "--force"]] {
+        let out = place.quickforge(args);
+        refused(&out, &place.forge(), "write");
+        assert!(!elsewhere.exists());
+    }
+
+    // A linked folder above the files is normal (a dotfiles checkout).
+    let place = Place::new("init-link-folder");
+    let file = place.install("cursor");
+    let before = std::fs::read(&file).unwrap();
+    let real = place.project.join("cursor-config");
+    std::fs::rename(file.parent().unwrap(), &real).unwrap();
+    symlink(&real, file.parent().unwrap()).unwrap();
+    ok(&place.quickforge(&["init", "--client", "cursor", "--apply"]));
+    assert_eq!(
+        std::fs::read(real.join("mcp.json.quickforge-backup")).unwrap(),
+        before
+    );
+    ok(&place.quickforge(&["init", "--client", "cursor", "--undo"]));
+    assert_eq!(std::fs::read(real.join("mcp.json")).unwrap(), before);
+}
+
 /// The issue's "done when": a Claude Desktop user runs `quickforge init
 /// --apply`, and the client's rewritten entry starts quickforge with all
 /// their servers behind it, the secret reaching the server through the

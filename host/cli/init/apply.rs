@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::parse::project_entries;
 use super::paths::{Client, Places};
 use super::snippet::{ENTRY, Entry, pretty};
-use crate::cli::atomic::write_atomic;
+use crate::files::{self, write_atomic};
 
 /// Where `file`'s original is kept.
 pub(super) fn backup_of(file: &Path) -> PathBuf {
@@ -18,43 +18,58 @@ pub(super) fn backup_of(file: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Refuses an `--apply` that would write through a link (the client's
+/// file, or its backup's name) or lose an earlier backup.
+pub(super) fn check(file: &Path) -> Result<(), String> {
+    let backup = backup_of(file);
+    files::refuse_link(file).map_err(|e| e.to_string())?;
+    files::refuse_link(&backup).map_err(|e| e.to_string())?;
+    if files::occupied(&backup) {
+        return Err(format!(
+            "{} already exists (from an earlier --apply); run `quickforge init --undo` first, or move it away",
+            backup.display()
+        ));
+    }
+    Ok(())
+}
+
 /// Rewrites `file` (whose content is `original`) so the client runs only
 /// quickforge, after saving the original as its backup. Refuses when a
 /// backup is already there: it holds the config from before an earlier
-/// `--apply`, and overwriting it would lose that.
+/// `--apply`, and overwriting it would lose that. Neither file is written
+/// through a link.
 pub(super) fn apply(
     file: &Path,
     original: &str,
     entry: &Entry<'_>,
     places: &Places,
 ) -> Result<PathBuf, String> {
+    check(file)?;
     let backup = backup_of(file);
-    if backup.exists() {
-        return Err(format!(
-            "{} already exists (from an earlier --apply); run `quickforge init --undo` first, or move it away",
-            backup.display()
-        ));
-    }
     let rewritten = rewrite(entry, original, places)?;
-    std::fs::copy(file, &backup)
-        .map_err(|e| format!("could not write the backup {}: {e}", backup.display()))?;
+    files::write_new(&backup, original.as_bytes()).map_err(|e| e.to_string())?;
     if let Err(e) = write_atomic(file, rewritten.as_bytes()) {
         let _ = std::fs::remove_file(&backup);
-        return Err(format!("could not rewrite {}: {e}", file.display()));
+        return Err(e.to_string());
     }
     Ok(backup)
 }
 
-/// Puts `file`'s backup back in place, byte for byte, and removes it.
+/// Puts `file`'s backup back in place, byte for byte, and removes it. A
+/// backup that is a link is refused, not read: restoring it would copy
+/// whatever it points at into the client's file.
 pub(super) fn undo(file: &Path) -> Result<(), String> {
     let backup = backup_of(file);
-    let bytes = std::fs::read(&backup).map_err(|e| {
-        format!(
-            "no backup to restore at {} ({e}); `--undo` restores what `--apply` saved",
-            backup.display()
-        )
+    let bytes = files::read(&backup).map_err(|e| match e {
+        files::FileError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            format!(
+                "no backup to restore at {} ({source}); `--undo` restores what `--apply` saved",
+                backup.display()
+            )
+        }
+        e => e.to_string(),
     })?;
-    write_atomic(file, &bytes).map_err(|e| format!("could not restore {}: {e}", file.display()))?;
+    write_atomic(file, &bytes).map_err(|e| e.to_string())?;
     std::fs::remove_file(&backup).map_err(|e| {
         format!(
             "restored {}, but could not remove {}: {e}",

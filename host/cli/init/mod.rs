@@ -29,7 +29,7 @@ pub use paths::Client;
 pub(crate) use secrets::{looks_secret, sensitive_name};
 
 use super::EXIT_USAGE;
-use crate::cli::atomic::write_atomic;
+use crate::files::{self, write_atomic};
 
 /// `quickforge init`'s options.
 #[derive(Debug, clap::Args)]
@@ -83,7 +83,7 @@ fn choose(args: &InitArgs, places: &paths::Places) -> Result<(Client, PathBuf), 
     let found: Vec<_> = if args.undo {
         found
             .into_iter()
-            .filter(|(_, f)| apply::backup_of(f).exists())
+            .filter(|(_, f)| files::occupied(&apply::backup_of(f)))
             .collect()
     } else {
         found
@@ -126,19 +126,29 @@ fn run(config: Option<PathBuf>, args: InitArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     let target = absolute(&super::config_path(config))?;
-    if target.exists() && !args.force {
+    // Every file this run writes is checked before the first is written, so
+    // a link in the way stops it with nothing done (the writes refuse links
+    // on their own too).
+    files::refuse_link(&target).map_err(|e| e.to_string())?;
+    if files::occupied(&target) && !args.force {
         return Err(format!(
             "{} already exists; pass --force to overwrite it, or --config PATH to write elsewhere",
             target.display()
         ));
     }
-    if args.apply && apply::backup_of(&file).exists() {
-        return Err(format!(
-            "{} already exists (from an earlier --apply); run `quickforge init --undo` first, or move it away",
-            apply::backup_of(&file).display()
-        ));
+    if args.apply {
+        apply::check(&file)?;
     }
-    let original = std::fs::read_to_string(&file).map_err(|e| {
+    let read = if args.apply {
+        // Read without following a link either: the bytes read are the
+        // backup's.
+        files::read(&file)
+            .map_err(|e| e.to_string())
+            .and_then(|b| String::from_utf8(b).map_err(|e| e.to_string()))
+    } else {
+        std::fs::read_to_string(&file).map_err(|e| e.to_string())
+    };
+    let original = read.map_err(|e| {
         format!(
             "could not read {} ({}): {e}",
             file.display(),
@@ -158,8 +168,7 @@ fn run(config: Option<PathBuf>, args: InitArgs) -> Result<ExitCode, String> {
         env_file: built.env_file.as_deref(),
         inputs: &source.inputs,
     };
-    write_atomic(&target, built.text.as_bytes())
-        .map_err(|e| format!("could not write {}: {e}", target.display()))?;
+    write_atomic(&target, built.text.as_bytes()).map_err(|e| e.to_string())?;
     eprintln!(
         "wrote {} with {} server(s) from {} ({})",
         target.display(),
