@@ -3,6 +3,8 @@
 //!
 //! - [`validate`] — the static check of a model's script before it runs;
 //! - [`redact`] — secrets out of every error text and log line;
+//! - [`secrets`] — which parts of a server's configuration are credentials
+//!   (`quickforge init`);
 //! - [`fold`] — look-alike text folded to one spelling before matching;
 //! - [`sanitize`] — downstream tool metadata made safe for a model to read;
 //! - [`expand`] — `${VAR}` references in configuration values;
@@ -15,5 +17,6 @@ pub mod fold;
 pub mod redact;
 pub mod sanitize;
 pub mod seal;
+pub mod secrets;
 pub mod text;
 pub mod validate;

@@ -141,6 +141,7 @@ mod stack;
 
 pub use json::{redact_json, redact_json_with};
 pub use names::is_sensitive_key;
+pub(crate) use names::key_words;
 pub use rules::{RuleStats, rule_stats};
 
 use regex::{Captures, Regex};

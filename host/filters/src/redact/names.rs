@@ -195,7 +195,7 @@ fn is_strong_word(w: &str) -> bool {
 }
 
 /// Splits a field name into lowercase words at separators and camelCase boundaries.
-fn key_words(name: &str) -> Vec<String> {
+pub(crate) fn key_words(name: &str) -> Vec<String> {
     let chars: Vec<char> = name.chars().take(256).collect();
     let mut words = Vec::new();
     let mut cur = String::new();
