@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use quickforge_filters::secrets;
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, value};
 
 use super::{EXIT_USAGE, config_path as target};
@@ -74,8 +75,7 @@ fn save(path: &Path, doc: &DocumentMut) -> Result<(), String> {
     let lookup = |var: &str| Some(std::env::var(var).unwrap_or_else(|_| PLACEHOLDER.into()));
     Config::parse_with_env(&text, path, &lookup)
         .map_err(|e| format!("{e}\n{} is unchanged", path.display()))?;
-    write_atomic(path, text.as_bytes())
-        .map_err(|e| format!("{e}; {} is unchanged", path.display()))
+    write_atomic(path, text.as_bytes()).map_err(|e| format!("{e}; {} is unchanged", path.display()))
 }
 
 /// The `[servers]` table, or why it cannot be edited here.
@@ -136,13 +136,30 @@ pub fn add(config: Option<PathBuf>, args: AddArgs) -> ExitCode {
         if let Some(d) = &args.description {
             t.insert("description", value(d.as_str()));
         }
+        // The judge `init` uses (quickforge_filters::secrets): names,
+        // flag pairs, URL parts, shapes.
         for (k, v) in args.env.iter().chain(&args.headers) {
-            if (super::init::sensitive_name(k) || super::init::looks_secret(v)) && !v.contains("${")
-            {
+            if !secrets::in_env(k, v).is_empty() && !v.contains("${") {
                 eprintln!(
                     "warning: {k} looks like a secret and is written in clear; consider {k}=\"${{VAR}}\" with VAR set in the MCP client's env"
                 );
             }
+        }
+        let in_clear =
+            |v: &str, found: Vec<secrets::Secret>| !found.is_empty() && !v.contains("${");
+        let url = args
+            .url
+            .as_deref()
+            .is_some_and(|u| in_clear(u, secrets::in_value(u)));
+        let command = secrets::in_args(&args.command)
+            .into_iter()
+            .zip(&args.command)
+            .any(|(found, v)| in_clear(v, found));
+        if url || command {
+            eprintln!(
+                "warning: the {} holds what looks like a secret, written in clear; consider ${{VAR}} there with VAR set in the MCP client's env",
+                if url { "URL" } else { "command" }
+            );
         }
         let servers = servers_mut(&mut doc, true)?.ok_or("no [servers]")?;
         if servers.contains_key(&args.name) {

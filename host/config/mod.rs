@@ -29,7 +29,6 @@ pub use forgemax::DEFAULT_STARTUP_CONCURRENCY;
 pub use observe::{LogConfig, LogFormat, ObservabilityConfig};
 pub use servers::{
     GroupConfig, Isolation, MAX_NAME_LEN, ManifestConfig, ServerConfig, Transport,
-    carries_credentials,
 };
 
 use crate::sandbox::{CacheDir, MIN_HEAP, SandboxLimits};

@@ -121,7 +121,8 @@ const CASES: &[Case] = &[
         skipped: &[],
         secrets: &[
             "ghp_R8x2Lq7Vt4Nw9Kc3Hs6Jp1Bd5Fg0Zm2Ya8Ue",
-            "postgresql://alex:correct-horse-battery@db.internal.example:5432/app",
+            // Only the URL's password moves; the rest stays readable.
+            "correct-horse-battery",
         ],
         references: &[],
     },
@@ -504,6 +505,73 @@ fn init_refuses_to_write_through_a_link() {
     );
     ok(&place.quickforge(&["init", "--client", "cursor", "--undo"]));
     assert_eq!(std::fs::read(real.join("mcp.json")).unwrap(), before);
+}
+
+/// Secrets that are not under a secret-sounding key still leave forge.toml:
+/// an argument after a flag that names one (`--api-key VALUE`), after `=`
+/// in one (`--token=VALUE`), a key in a URL's path, a value of a
+/// credential's shape under a name `init` does not know (`GH_PAT`,
+/// `UPSTREAM`); while a port, a plain URL path and `DEBUG=1` stay as they
+/// were. Each secret still reaches its server through the snippet's env.
+/// Reproduces issue 38, finding 2.
+#[test]
+fn init_finds_secrets_in_flag_pairs_url_paths_and_shapes() {
+    let place = Place::new("init-secret-shapes");
+    let secrets = [
+        "Qm2Lp7Rt4plainkey",
+        "hunter2-abc",
+        "sk_live_51Hx9QkLmN2pR7sT4uV8wY3zA6bC1dE0fG",
+        "ghp_R8x2Lq7Vt4Nw9Kc3Hs6Jp1Bd5Fg0Zm2Ya8Ue",
+        "ghp_Zx8Qm2Lp7Rt4Vw9Yb3Cd6Fg1Hj5Kn0PsAb12",
+        "Zm9vYmFyQmF6UXV4MTIzNDU2Nzg5aGk",
+    ];
+    let config = serde_json::json!({
+        "mcpServers": {
+            "tool": { "command": "npx",
+                "args": ["-y", "some-mcp-server", "--api-key", secrets[0], "--port", "8080",
+                         format!("--token={}", secrets[1])],
+                "env": { "GH_PAT": secrets[3], "UPSTREAM": secrets[5], "DEBUG": "1" } },
+            "events": { "type": "sse",
+                "url": format!("https://mcp.example.com/v1/{}/sse", secrets[2]) },
+            "keyed": { "type": "http", "url": format!("https://api.example.com/key/{}", secrets[4]) },
+            "plain": { "type": "sse", "url": "https://mcp.example.com/v1/sse" }
+        }
+    });
+    std::fs::write(
+        place.project.join(".mcp.json"),
+        serde_json::to_string_pretty(&config).unwrap(),
+    )
+    .unwrap();
+    let out = place.quickforge(&["init", "--client", "claude-code"]);
+    ok(&out);
+    let forge = std::fs::read_to_string(place.forge()).unwrap();
+    for secret in secrets {
+        assert!(!forge.contains(secret), "{secret} in clear:\n{forge}");
+    }
+    for kept in [
+        r#""--port", "8080""#,
+        "\"--token=${",
+        "url = \"https://mcp.example.com/v1/sse\"",
+        "url = \"https://mcp.example.com/v1/${",
+        "url = \"https://api.example.com/key/${",
+        "DEBUG = \"1\"",
+    ] {
+        assert!(forge.contains(kept), "{kept} not kept:\n{forge}");
+    }
+    let (env, _, _) = snippet_env("claude-code", &String::from_utf8_lossy(&out.stdout));
+    for secret in secrets {
+        assert!(env.values().any(|v| v == secret), "{secret} not in {env:?}");
+    }
+    let config =
+        quickforge::Config::parse_with_env(&forge, &place.forge(), &|v| env.get(v).cloned())
+            .unwrap_or_else(|e| panic!("forge.toml does not load: {e}\n{forge}"));
+    let got = received(&config);
+    for secret in secrets {
+        assert!(
+            got.iter().any(|v| v.contains(secret)),
+            "{secret} does not reach its server: {got:?}"
+        );
+    }
 }
 
 /// The issue's "done when": a Claude Desktop user runs `quickforge init

@@ -26,7 +26,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub use paths::Client;
-pub(crate) use secrets::{looks_secret, sensitive_name};
 
 use super::EXIT_USAGE;
 use crate::files::{self, write_atomic};

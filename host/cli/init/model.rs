@@ -30,6 +30,14 @@ pub(super) fn text(s: impl Into<String>) -> Template {
     vec![Piece::Text(s.into())]
 }
 
+/// The text of a template that is one literal text, if it is.
+pub(super) fn literal(t: &Template) -> Option<&str> {
+    match t.as_slice() {
+        [Piece::Text(s)] => Some(s),
+        _ => None,
+    }
+}
+
 /// One server of a client's list.
 #[derive(Debug, Clone)]
 pub(super) struct Imported {

@@ -4,16 +4,20 @@
 //! client's config where it was and reaches quickforge as an environment
 //! variable.
 //!
-//! A value is a secret when its key says so (the redactor's
-//! [`is_sensitive_key`] and the config's [`carries_credentials`]: `*TOKEN*`,
-//! `*KEY*`, `*SECRET*`, `*PASSWORD*`, `Authorization`, ...) or when the
-//! redactor finds a credential in it (a provider key, a JWT, a PEM block, a
-//! long hex or base64 run, a URL with a password or a `token=` query).
+//! Which values (and which parts of them) are secrets is the filters'
+//! judge, [`quickforge_filters::secrets`], kept there so it is fuzzed: a
+//! name that says so (`*TOKEN*`, `*KEY*`, `GH_PAT`, `Authorization`...),
+//! an argument after a flag that says so (`--api-key VALUE`) or after `=`
+//! in one (`--token=VALUE`), the credential parts of a URL (user info,
+//! query values, path segments such as `/v1/sk_live_…/sse`), and any value
+//! with a credential's shape (the redactor's rule set: `ghp_`, `sk-`,
+//! `xox…`, `AKIA…`, JWTs...; long random-looking runs), whatever it is
+//! called. Only the secret part moves: `--token=${VAR}`,
+//! `https://host/v1/${VAR}/sse`.
 
 use std::collections::BTreeMap;
 
-use crate::config::carries_credentials;
-use crate::redact::{is_sensitive_key, redact};
+use quickforge_filters::secrets::{self, Secret, is_secret_name};
 
 use super::model::{Piece, Template};
 use super::parse::valid_var;
@@ -45,46 +49,15 @@ pub(super) enum Field<'a> {
     Env(&'a str),
     /// `headers.NAME`.
     Header(&'a str),
-    /// `args[i]`.
-    Arg(usize),
+    /// `args[i]`, with the argument before it when that one is literal
+    /// text: a flag there (`--api-key`) can make this one a secret.
+    Arg(usize, Option<&'a str>),
     /// `url`.
     Url,
     /// `command`.
     Command,
     /// `cwd`.
     Cwd,
-}
-
-/// Redaction markers that stand for a credential. The others (`url`, `ip`,
-/// `path`, `stack`) hide infrastructure in error texts, which a config
-/// rightly holds in clear.
-const SECRET_MARKS: &[&str] = &[
-    "[REDACTED]",
-    "[REDACTED:token]",
-    "[REDACTED:key]",
-    "[REDACTED:jwt]",
-    "[REDACTED:pem]",
-    "[REDACTED:hex]",
-    "[REDACTED:base64]",
-    "[REDACTED:mnemonic]",
-    "[REDACTED:card]",
-];
-
-/// Whether a name marks its value as a credential.
-pub(crate) fn sensitive_name(name: &str) -> bool {
-    is_sensitive_key(name) || carries_credentials(name)
-}
-
-/// Whether `value` itself looks like a credential, whatever its key.
-pub(crate) fn looks_secret(value: &str) -> bool {
-    if let Ok(url) = url::Url::parse(value)
-        && url.has_host()
-        && (url.password().is_some() || url.query_pairs().any(|(k, _)| sensitive_name(&k)))
-    {
-        return true;
-    }
-    let red = redact(value);
-    red.changed && SECRET_MARKS.iter().any(|m| red.text.contains(m))
 }
 
 /// `s` as literal text in a forge.toml value: `$` doubled, so quickforge's
@@ -126,17 +99,40 @@ impl Vars {
     pub(super) fn render(&mut self, server: &str, field: Field<'_>, value: &Template) -> String {
         let literal = value.iter().all(|p| matches!(p, Piece::Text(_)));
         let named = match field {
-            Field::Env(k) | Field::Header(k) => sensitive_name(k),
+            Field::Env(k) | Field::Header(k) => is_secret_name(k),
             _ => false,
         };
         let mut out = String::new();
         for piece in value {
             match piece {
                 Piece::Text(s) if s.is_empty() => {}
-                Piece::Text(s) if (literal && named) || looks_secret(s) => {
-                    out.push_str(&self.move_literal(server, field, s));
+                Piece::Text(s) => {
+                    let found = if literal && named {
+                        vec![Secret {
+                            range: 0..s.len(),
+                            name: None,
+                        }]
+                    } else if let Field::Arg(_, previous) = field {
+                        secrets::in_arg(previous, s)
+                    } else {
+                        secrets::in_value(s)
+                    };
+                    let mut at = 0;
+                    for secret in found {
+                        out.push_str(&escape(&s[at..secret.range.start]));
+                        let whole = secret.range == (0..s.len());
+                        let part = &s[secret.range.clone()];
+                        out.push_str(&self.move_literal(
+                            server,
+                            field,
+                            part,
+                            secret.name.as_deref(),
+                            whole,
+                        ));
+                        at = secret.range.end;
+                    }
+                    out.push_str(&escape(&s[at..]));
                 }
-                Piece::Text(s) => out.push_str(&escape(s)),
                 Piece::Var { name, fallback } => {
                     let moved = Moved::ClientVar {
                         name: name.clone(),
@@ -156,10 +152,19 @@ impl Vars {
 
     /// Moves a secret `value` into the snippet; returns what replaces it in
     /// forge.toml. An `Authorization` scheme (`Bearer `, `Basic `) stays in
-    /// clear before the reference.
-    fn move_literal(&mut self, server: &str, field: Field<'_>, value: &str) -> String {
+    /// clear before the reference when the whole header value moves. The
+    /// variable is named after the field, or after `hint` (the flag, query
+    /// key or path segment that marked the secret) in an argument or a URL.
+    fn move_literal(
+        &mut self,
+        server: &str,
+        field: Field<'_>,
+        value: &str,
+        hint: Option<&str>,
+        whole: bool,
+    ) -> String {
         let (scheme, secret) = match field {
-            Field::Header(_) => match value.split_once(' ') {
+            Field::Header(_) if whole => match value.split_once(' ') {
                 Some((scheme, rest))
                     if ["bearer", "basic", "token"]
                         .contains(&scheme.to_ascii_lowercase().as_str())
@@ -172,14 +177,15 @@ impl Vars {
             _ => (String::new(), value),
         };
         let server = var_name(server);
-        let want = match field {
-            Field::Env(k) => var_name(k),
-            Field::Header(_) if !scheme.is_empty() => format!("{server}_TOKEN"),
-            Field::Header(h) => format!("{server}_{}", var_name(h)),
-            Field::Arg(i) => format!("{server}_ARG{i}"),
-            Field::Url => format!("{server}_URL"),
-            Field::Command => format!("{server}_COMMAND"),
-            Field::Cwd => format!("{server}_CWD"),
+        let want = match (field, hint) {
+            (Field::Env(k), _) => var_name(k),
+            (Field::Header(_), _) if !scheme.is_empty() => format!("{server}_TOKEN"),
+            (Field::Header(h), _) => format!("{server}_{}", var_name(h)),
+            (Field::Arg(..) | Field::Url, Some(hint)) => format!("{server}_{}", var_name(hint)),
+            (Field::Arg(i, _), None) => format!("{server}_ARG{i}"),
+            (Field::Url, None) => format!("{server}_URL"),
+            (Field::Command, _) => format!("{server}_COMMAND"),
+            (Field::Cwd, _) => format!("{server}_CWD"),
         };
         let var = self.claim(&want, &server, Moved::Literal(secret.to_string()));
         format!("{}${{{var}}}", escape(&scheme))
@@ -222,18 +228,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn credentials_are_told_from_paths_and_hosts() {
-        assert!(looks_secret("ghp_16C7e42F292c6912E7710c838347Ae178B4a"));
-        assert!(looks_secret("postgresql://me:hunter2@db.example.com/app"));
-        assert!(looks_secret("https://api.example.com/mcp?api_key=abc123"));
-        assert!(!looks_secret("/Users/me/Documents/notes"));
-        assert!(!looks_secret("https://mcp.example.com/mcp"));
-        assert!(!looks_secret("@modelcontextprotocol/server-filesystem"));
-        assert!(!looks_secret("-y"));
-        assert!(sensitive_name("GITHUB_PERSONAL_ACCESS_TOKEN"));
-        assert!(sensitive_name("Authorization"));
-        assert!(sensitive_name("X-API-Key"));
-        assert!(!sensitive_name("MEMORY_FILE_PATH"));
+    fn only_the_secret_part_of_a_value_moves() {
+        let mut vars = Vars::default();
+        let text = |s: &str| vec![Piece::Text(s.into())];
+        assert_eq!(
+            vars.render("api", Field::Arg(1, Some("--api-key")), &text("abc123")),
+            "${API_API_KEY}"
+        );
+        assert_eq!(
+            vars.render("api", Field::Arg(2, None), &text("--token=s3cr3t")),
+            "--token=${API_TOKEN}"
+        );
+        assert_eq!(
+            vars.render(
+                "ev",
+                Field::Url,
+                &text("https://mcp.example.com/v1/sk_live_51Hx9QkLmN2pR7sT4uV8wY3zA6bC1dE0fG/sse")
+            ),
+            "https://mcp.example.com/v1/${EV_URL}/sse"
+        );
+        assert_eq!(
+            vars.render(
+                "gh",
+                Field::Env("GH_PAT"),
+                &text("ghp_R8x2Lq7Vt4Nw9Kc3Hs6Jp1Bd5Fg0Zm2Ya8Ue")
+            ),
+            "${GH_PAT}"
+        );
+        for (field, plain) in [
+            (Field::Arg(1, Some("--port")), "8080"),
+            (Field::Url, "https://mcp.example.com/v1/sse"),
+            (Field::Env("DEBUG"), "1"),
+        ] {
+            assert_eq!(vars.render("x", field, &text(plain)), plain);
+        }
+        assert_eq!(vars.map["API_API_KEY"], Moved::Literal("abc123".into()));
+        assert_eq!(
+            vars.map["EV_URL"],
+            Moved::Literal("sk_live_51Hx9QkLmN2pR7sT4uV8wY3zA6bC1dE0fG".into())
+        );
     }
 
     #[test]
@@ -258,7 +291,11 @@ mod tests {
         assert_eq!((b.as_str(), c.as_str()), ("${API_KEY}", "${TWO_API_KEY}"));
         assert_eq!(vars.map["TWO_API_KEY"], Moved::Literal("k2".into()));
         assert_eq!(
-            vars.render("x", Field::Arg(0), &vec![Piece::Text("cost $5".into())]),
+            vars.render(
+                "x",
+                Field::Arg(0, None),
+                &vec![Piece::Text("cost $5".into())]
+            ),
             "cost $$5"
         );
     }

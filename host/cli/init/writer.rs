@@ -209,7 +209,11 @@ fn server(
             t.insert("command", value(vars.render(name, Field::Command, command)));
             let mut list = Array::new();
             for (i, arg) in args.iter().enumerate() {
-                list.push(vars.render(name, Field::Arg(i), arg));
+                // Arguments are judged in pairs: `--api-key VALUE`.
+                let previous = i
+                    .checked_sub(1)
+                    .and_then(|p| super::model::literal(&args[p]));
+                list.push(vars.render(name, Field::Arg(i, previous), arg));
             }
             t.insert("args", value(list));
             let mut table = InlineTable::new();
