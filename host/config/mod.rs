@@ -27,9 +27,7 @@ pub use cluster::ClusterConfig;
 pub use expand::{expand, references_with_fallbacks};
 pub use forgemax::DEFAULT_STARTUP_CONCURRENCY;
 pub use observe::{LogConfig, LogFormat, ObservabilityConfig};
-pub use servers::{
-    GroupConfig, Isolation, MAX_NAME_LEN, ManifestConfig, ServerConfig, Transport,
-};
+pub use servers::{GroupConfig, Isolation, MAX_NAME_LEN, ManifestConfig, ServerConfig, Transport};
 
 use crate::sandbox::{CacheDir, MIN_HEAP, SandboxLimits};
 use crate::session::SessionLimits;
