@@ -158,12 +158,13 @@ fn normalize(host: &str) -> String {
     host.trim_matches(['[', ']']).to_ascii_lowercase()
 }
 
-/// Serves `/health`, `/ready` and `/metrics` on `[observability] listen`
-/// until `stop` is cancelled. Binds before returning, so a bad address is
-/// reported at start.
+/// Serves `/health`, `/ready` and `/metrics` on `[observability] listen`,
+/// under `[http]`'s limits, until `stop` is cancelled. Binds before
+/// returning, so a bad address is reported at start.
 pub async fn listen(
     addr: std::net::SocketAddr,
     hosts: &[String],
+    limits: crate::config::HttpLimits,
     executor: Arc<Executor>,
     stop: tokio_util::sync::CancellationToken,
 ) -> std::io::Result<()> {
@@ -171,13 +172,11 @@ pub async fn listen(
     let local = listener.local_addr().unwrap_or(addr);
     tracing::info!("observability endpoints on http://{local}/metrics, /health, /ready");
     let router = routes(executor, hosts);
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router)
-            .with_graceful_shutdown(stop.cancelled_owned())
-            .await
-        {
-            tracing::error!("the observability listener failed: {e}");
-        }
-    });
+    tokio::spawn(super::listen::serve(
+        listener,
+        router,
+        limits,
+        stop.cancelled_owned(),
+    ));
     Ok(())
 }

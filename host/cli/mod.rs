@@ -28,6 +28,7 @@ mod edit;
 mod forward;
 mod health;
 mod init;
+mod listen;
 mod logging;
 mod manifest;
 mod run;

@@ -15,7 +15,7 @@ use crate::gateway::{Gateway, SERVER_GRACE};
 use crate::server::{Executor, ForgeServer};
 use crate::session::Gate;
 
-use super::{EXIT_FAILED, EXIT_USAGE, ServeArgs, load_config, start};
+use super::{EXIT_USAGE, ServeArgs, load_config, start};
 
 /// Runs `quickforge serve`: the MCP server until the client leaves or a
 /// signal ends it, then the downstream servers are closed.
@@ -55,6 +55,7 @@ pub(super) async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode 
         && let Err(e) = super::health::listen(
             addr,
             &config.observability.allow_hosts,
+            config.http,
             executor.clone(),
             observing.clone(),
         )
@@ -78,7 +79,7 @@ pub(super) async fn serve(config: Option<PathBuf>, args: ServeArgs) -> ExitCode 
                 auth,
             };
             let forward = super::forward::Forward::new(&config.cluster, executor.runs.clone());
-            serve_http(executor, config.surface, addr, access, forward).await
+            serve_http(executor, config.surface, addr, access, forward, config.http).await
         }
     };
     observing.cancel();
@@ -149,6 +150,7 @@ async fn serve_http(
     addr: SocketAddr,
     access: Access,
     forward: Option<Arc<super::forward::Forward>>,
+    limits: crate::config::HttpLimits,
 ) -> ExitCode {
     let Access {
         hosts,
@@ -238,24 +240,17 @@ async fn serve_http(
     let _ = std::io::stdout().flush();
     let stop = shutdown.clone();
     let drain = executor.clone();
-    let result = axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            terminated().await;
-            drain.drain().await;
-            // The drained executions' answers are still on their way
-            // through the sessions; cancelling these now would cut them.
-            answers.written().await;
-            stop.cancel();
-        })
-        .await;
+    super::listen::serve(listener, router, limits, async move {
+        terminated().await;
+        drain.drain().await;
+        // The drained executions' answers are still on their way
+        // through the sessions; cancelling these now would cut them.
+        answers.written().await;
+        stop.cancel();
+    })
+    .await;
     shutdown.cancel();
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: the HTTP server failed: {e}");
-            ExitCode::from(EXIT_FAILED)
-        }
-    }
+    ExitCode::SUCCESS
 }
 
 /// Marks every file descriptor above stderr that this process inherited

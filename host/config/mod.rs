@@ -11,6 +11,7 @@
 use quickforge_filters::expand;
 mod cluster;
 mod forgemax;
+mod http;
 mod observe;
 mod remote;
 mod servers;
@@ -26,6 +27,7 @@ pub use crate::server::Surface;
 pub use cluster::ClusterConfig;
 pub use expand::{expand, references_with_fallbacks};
 pub use forgemax::DEFAULT_STARTUP_CONCURRENCY;
+pub use http::HttpLimits;
 pub use observe::{LogConfig, LogFormat, ObservabilityConfig};
 pub use servers::{GroupConfig, Isolation, MAX_NAME_LEN, ManifestConfig, ServerConfig, Transport};
 
@@ -127,6 +129,9 @@ pub struct Config {
     /// `[state]`: where the stash, the HTTP session records and the rate
     /// limits live (memory, or a Redis shared by replicas).
     pub state: crate::state::Backend,
+    /// `[http]`: header and body read timeouts and the connection cap of
+    /// the HTTP listeners.
+    pub http: HttpLimits,
 }
 
 impl Config {
@@ -168,6 +173,7 @@ impl Default for Config {
             cluster: ClusterConfig::default(),
             auth: None,
             state: crate::state::Backend::Memory,
+            http: HttpLimits::default(),
         }
     }
 }
@@ -195,6 +201,8 @@ struct RawConfig {
     auth: Option<crate::auth::RawAuth>,
     #[serde(default)]
     state: crate::state::StateConfig,
+    #[serde(default)]
+    http: http::RawHttp,
 }
 
 /// Turns byte offsets of one file into error messages with line numbers.
@@ -639,6 +647,15 @@ impl Config {
                     key: format!("cluster.{key}"),
                     message,
                 })?;
+        let http = raw
+            .http
+            .resolve()
+            .map_err(|(key, message)| ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: located.line_of(&["http", key]),
+                key: format!("http.{key}"),
+                message,
+            })?;
         forgemax::warn_ignored(&adopted.ignored);
         Ok(Config {
             source: Some(path.to_path_buf()),
@@ -676,6 +693,7 @@ impl Config {
             startup_concurrency: adopted.startup_concurrency,
             cluster,
             auth,
+            http,
         })
     }
 }

@@ -310,6 +310,9 @@ fn the_example_config_documents_every_key_and_loads() {
         "backend",
         "timeout_ms",
         "key_prefix",
+        "header_read_timeout_secs",
+        "body_read_timeout_secs",
+        "max_connections",
     ] {
         assert!(
             text.contains(&format!("{key} =")),
@@ -610,4 +613,57 @@ fn auth_and_replica_are_checked_at_load() {
     assert_eq!(c.cluster.replica, "gw-value-of-GITHUB_TOKEN");
     let e = error("[cluster]\nreplica = \"\"\n");
     assert!(e.contains("cluster.replica"), "{e}");
+}
+
+/// `[http]`: the listeners' limits have their defaults, are read when
+/// given, and a zero, a value past the maximum, a negative number, a wrong
+/// type or an unknown key is refused at load with the line and the key.
+#[test]
+fn http_limits_are_checked() {
+    let c = parse("").unwrap();
+    assert_eq!(c.http.header_read_timeout, Duration::from_secs(10));
+    assert_eq!(c.http.body_read_timeout, Duration::from_secs(30));
+    assert_eq!(c.http.max_connections, 512);
+    let c = parse(
+        "[http]\nheader_read_timeout_secs = 2\nbody_read_timeout_secs = 5\nmax_connections = 4\n",
+    )
+    .unwrap();
+    assert_eq!(c.http.header_read_timeout, Duration::from_secs(2));
+    assert_eq!(c.http.body_read_timeout, Duration::from_secs(5));
+    assert_eq!(c.http.max_connections, 4);
+
+    for (text, expected) in [
+        (
+            "[http]\nheader_read_timeout_secs = 0\n",
+            "invalid config file /etc/quickforge/forge.toml:2: key `http.header_read_timeout_secs`: must be from 1 to 300, got 0",
+        ),
+        (
+            "[http]\nheader_read_timeout_secs = 301\n",
+            "invalid config file /etc/quickforge/forge.toml:2: key `http.header_read_timeout_secs`: must be from 1 to 300, got 301",
+        ),
+        (
+            "[http]\n\nbody_read_timeout_secs = 0\n",
+            "invalid config file /etc/quickforge/forge.toml:3: key `http.body_read_timeout_secs`: must be from 1 to 3600, got 0",
+        ),
+        (
+            "[http]\nmax_connections = 0\n",
+            "invalid config file /etc/quickforge/forge.toml:2: key `http.max_connections`: must be from 1 to 1048576, got 0",
+        ),
+    ] {
+        assert_eq!(error(text), expected);
+    }
+    for (text, expected) in [
+        ("[http]\nmax_connections = -1\n", "-1"),
+        ("[http]\nbody_read_timeout_secs = \"30\"\n", "string"),
+        ("[http]\nheader_read_timeout_secs = 1.5\n", "float"),
+        ("[http]\nmax_conections = 4\n", "max_conections"),
+    ] {
+        let e = error(text);
+        assert!(
+            e.starts_with(
+                "invalid config file /etc/quickforge/forge.toml: TOML parse error at line 2"
+            ) && e.contains(expected),
+            "{e}"
+        );
+    }
 }

@@ -314,3 +314,190 @@ async fn redirects_from_downstream_servers_are_not_followed() {
         true
     );
 }
+
+// Slow and many clients (`[http]`; red team, issue 38 item 7): a client
+// that trickles its headers, one whose body stalls, and connections past
+// the cap are let go within the configured time, and the gateway serves a
+// normal client throughout.
+
+/// `host:port` of a `http://host:port/mcp` URL.
+fn authority(url: &str) -> String {
+    url.trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string()
+}
+
+/// Reads `stream` until the server closes it (or resets it), at most
+/// `bound`: what the server sent, or `None` if it is still open.
+async fn closed_within(stream: &mut tokio::net::TcpStream, bound: Duration) -> Option<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let mut got = Vec::new();
+    let read = async {
+        let mut buf = [0u8; 1024];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(bound, read).await.ok().map(|()| got)
+}
+
+/// A normal MCP client opens a session and runs a script.
+async fn still_serves(url: &str) {
+    let client = tokio::time::timeout(
+        CALL_BOUND,
+        ().serve(StreamableHttpClientTransport::from_uri(url)),
+    )
+    .await
+    .expect("the session opens in time")
+    .unwrap();
+    assert_eq!(
+        call(&client, "execute", "async () => 1 + 1").await,
+        json!(2)
+    );
+    client.cancel().await.unwrap();
+}
+
+/// Opens a connection and sends a request head one byte every 200 ms,
+/// never finishing it; returns how long the server kept the connection
+/// open, or `None` if it was still open after 15 s.
+async fn trickle(addr: String) -> Option<Duration> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let started = std::time::Instant::now();
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+    let mut buf = [0u8; 1024];
+    for i in 0.. {
+        if started.elapsed() > Duration::from_secs(15) {
+            return None;
+        }
+        let byte = head.get(i).copied().unwrap_or(b'a');
+        if stream.write_all(&[byte]).await.is_err() {
+            return Some(started.elapsed());
+        }
+        // Closed: end of stream or reset. An answer or no answer yet: on.
+        let read = tokio::time::timeout(Duration::from_millis(200), stream.read(&mut buf)).await;
+        if let Ok(Ok(0) | Err(_)) = read {
+            return Some(started.elapsed());
+        }
+    }
+    unreachable!()
+}
+
+#[tokio::test]
+async fn clients_trickling_their_headers_are_disconnected() {
+    tls();
+    let dir = scratch("http-trickle");
+    let (mut child, url) = serve_http(&write_config(
+        &dir,
+        "[http]\nheader_read_timeout_secs = 1\n",
+    ))
+    .await;
+    let tricklers: Vec<_> = (0..8)
+        .map(|_| tokio::spawn(trickle(authority(&url))))
+        .collect();
+    // Served while they trickle, and after.
+    still_serves(&url).await;
+    for trickler in tricklers {
+        let open = trickler.await.unwrap();
+        assert!(
+            open.is_some_and(|d| d < Duration::from_secs(10)),
+            "a connection trickling its headers was kept open for {open:?} (header_read_timeout_secs = 1)"
+        );
+    }
+    still_serves(&url).await;
+    child.start_kill().unwrap();
+}
+
+#[tokio::test]
+async fn a_request_body_that_stalls_is_answered_408() {
+    use tokio::io::AsyncWriteExt;
+    tls();
+    let dir = scratch("http-body-stall");
+    let (mut child, url) =
+        serve_http(&write_config(&dir, "[http]\nbody_read_timeout_secs = 1\n")).await;
+    let mut stream = tokio::net::TcpStream::connect(authority(&url))
+        .await
+        .unwrap();
+    stream
+        .write_all(
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+              accept: application/json, text/event-stream\r\ncontent-length: 1000\r\n\r\n\
+              {\"jsonrpc\": \"2.0\", ",
+        )
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let answer = closed_within(&mut stream, Duration::from_secs(10))
+        .await
+        .expect("the connection is closed within 10 s (body_read_timeout_secs = 1)");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.contains("body_read_timeout_secs"),
+        "the answer names the setting: {answer}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "not before the deadline"
+    );
+    still_serves(&url).await;
+    child.start_kill().unwrap();
+}
+
+#[tokio::test]
+async fn connections_past_the_cap_are_refused_and_the_gateway_recovers() {
+    use tokio::io::AsyncWriteExt;
+    tls();
+    let dir = scratch("http-cap");
+    // The held connections send nothing, so the header timer must outlast the test's checks.
+    let (mut child, url) = serve_http(&write_config(
+        &dir,
+        "[http]\nmax_connections = 4\nheader_read_timeout_secs = 60\n",
+    ))
+    .await;
+    let addr = authority(&url);
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    }
+    for _ in 0..3 {
+        let mut extra = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let answer = closed_within(&mut extra, Duration::from_secs(5))
+            .await
+            .expect("a connection past the cap is closed at once");
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(
+            answer.is_empty() || answer.starts_with("HTTP/1.1 503"),
+            "{answer}"
+        );
+    }
+    // The four held connections are still served.
+    let mut first = held.remove(0);
+    first
+        .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = closed_within(&mut first, Duration::from_secs(10))
+        .await
+        .expect("a held connection is answered");
+    assert!(
+        String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    // When they go, their slots come back.
+    drop(held);
+    let health = url.replace("/mcp", "/health");
+    eventually(Duration::from_secs(10), || async {
+        reqwest::get(health.as_str())
+            .await
+            .is_ok_and(|r| r.status().is_success())
+            .then_some(())
+    })
+    .await;
+    still_serves(&url).await;
+    child.start_kill().unwrap();
+}
