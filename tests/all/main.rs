@@ -1,5 +1,6 @@
 //! quickforge's integration tests: one binary, so it links once.
 
+mod advisories;
 mod api;
 mod audit;
 mod auth;
