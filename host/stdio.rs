@@ -10,6 +10,11 @@
 //! input back from rmcp until every request it read has been answered or
 //! cancelled by the client, or a grace period has passed, or an answer could
 //! not be written (the client is gone: nothing more can reach it).
+//!
+//! It also refuses a request whose id is the id of one still running: rmcp
+//! would answer both under one id (or drop one), and the client could not
+//! tell which answer is whose. The second gets a JSON-RPC error at once and
+//! never runs; the first runs on.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -17,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::RoleServer;
-use rmcp::model::{ClientNotification, JsonRpcMessage, RequestId};
+use rmcp::model::{ClientNotification, ErrorData, JsonRpcError, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::time::Instant;
@@ -79,12 +84,16 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for AnswerBeforeEnd<T> {
     /// begun again) by every answer it sends, and must keep its state in
     /// `self`.
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        if self.deadline.is_none() {
+        while self.deadline.is_none() {
             match self.inner.receive().await {
                 Some(message) => {
                     match &message {
-                        JsonRpcMessage::Request(r) => {
-                            self.open.insert(r.id.clone());
+                        JsonRpcMessage::Request(r) if !self.open.insert(r.id.clone()) => {
+                            let refusal = duplicate(r.id.clone());
+                            if self.inner.send(refusal).await.is_err() {
+                                self.broken.store(true, Ordering::Relaxed);
+                            }
+                            continue;
                         }
                         JsonRpcMessage::Notification(n) => {
                             if let ClientNotification::CancelledNotification(c) = &n.notification
@@ -132,6 +141,17 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for AnswerBeforeEnd<T> {
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
         self.inner.close()
     }
+}
+
+/// The answer to a request whose id is already running.
+fn duplicate(id: RequestId) -> TxJsonRpcMessage<RoleServer> {
+    let error = ErrorData::invalid_request(
+        format!(
+            "request id {id} is already in use by a request still running; give each request its own id"
+        ),
+        None,
+    );
+    JsonRpcMessage::Error(JsonRpcError::new(Some(id), error))
 }
 
 #[cfg(test)]
@@ -237,5 +257,40 @@ mod tests {
         assert_eq!(start.elapsed(), GRACE);
         // And it stays ended.
         assert_eq!(ends_within(&mut t, Duration::ZERO).await, Some(true));
+    }
+
+    /// Red team round 3, point 12: two requests under one id in one session
+    /// were dropped or cross-answered silently. The second is refused with
+    /// an error at once, the first still runs, and the id is free again
+    /// once it is answered.
+    #[tokio::test(start_paused = true)]
+    async fn a_request_under_a_running_id_is_refused() {
+        let (mut client, mut t) = pair();
+        write_lines(&mut client, &[ping(1), ping(1), ping(2)]).await;
+        let first = t.receive().await.unwrap();
+        assert!(matches!(first, JsonRpcMessage::Request(r) if r.id == RequestId::Number(1)));
+        let next = t.receive().await.unwrap();
+        assert!(matches!(next, JsonRpcMessage::Request(r) if r.id == RequestId::Number(2)));
+        t.send(answer(1)).await.unwrap();
+        t.send(answer(2)).await.unwrap();
+        assert_eq!(ends_within(&mut t, Duration::ZERO).await, Some(true));
+        let mut lines = tokio::io::BufReader::new(client).lines();
+        let refusal: serde_json::Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(refusal["id"], 1, "{refusal}");
+        assert_eq!(refusal["error"]["code"], -32600, "{refusal}");
+        assert!(
+            refusal["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("already in use"),
+            "{refusal}"
+        );
+        for id in [1, 2] {
+            let line: serde_json::Value =
+                serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+            assert_eq!(line["id"], id);
+            assert!(line.get("result").is_some(), "{line}");
+        }
     }
 }

@@ -150,8 +150,8 @@ impl AuditLog {
                 "error",
                 Some(e.kind),
                 e.forge.as_ref().map(|f| name(f.code.as_str())),
-                Some(crate::error::clip(
-                    &crate::redact::redact(&e.message).text,
+                Some(quickforge_core::shown::to_audit(
+                    &e.message,
                     MAX_MESSAGE_BYTES,
                 )),
                 0,
@@ -209,7 +209,7 @@ pub(super) fn preview(code: &str, max: usize) -> String {
     if code.len() > MAX_PREVIEW_SCANNED {
         return format!("[{} bytes; no preview]", code.len());
     }
-    crate::error::clip(&crate::redact::redact(code).text, max)
+    quickforge_core::shown::to_audit(code, max)
 }
 
 /// `bytes` random bytes, hex.

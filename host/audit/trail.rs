@@ -299,6 +299,5 @@ pub(super) fn name(text: &str) -> String {
     if text.len() > MAX_NAME_SCANNED {
         return format!("[{} bytes, not kept]", text.len());
     }
-    let redacted = crate::redact::redact(text).text;
-    crate::error::clip(&redacted, MAX_NAME_BYTES)
+    quickforge_core::shown::to_audit(text, MAX_NAME_BYTES)
 }

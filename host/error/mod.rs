@@ -13,4 +13,4 @@ pub use quickforge_core::{Code, ErrorCode, ForgeError, preview};
 
 /// Every text from outside (script errors, stacks, downstream error messages
 /// and bodies) is bounded with this before it is quoted to the model.
-pub use quickforge_filters::text::clip;
+pub use quickforge_filters::text::{clip, clip_between_words};

@@ -9,7 +9,8 @@
 //! The answer is the server's own result (content blocks, structured
 //! content) when it succeeds; a refusal or a tool error is an `isError`
 //! result whose text gives the ForgeError code, message and suggestion, the
-//! server's text redacted and bounded exactly as a script would see it.
+//! server's text redacted and bounded once, as it leaves towards the client
+//! (`quickforge_core::shown::to_client`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -72,11 +73,25 @@ impl Executor {
                     )
                 })
             })
-            .map_err(|forge| ExecutionError {
-                kind: ErrorKind::Thrown,
-                message: forge.message.clone(),
-                forge: Some(forge),
-                stack: None,
+            .map_err(|forge| {
+                // the failure leaves towards the client: redacted here, once
+                let shown = quickforge_core::shown::to_client(
+                    ExecutionError {
+                        kind: ErrorKind::Thrown,
+                        message: String::new(),
+                        forge: Some(forge),
+                        stack: None,
+                    },
+                    &quickforge_core::shown::Native,
+                );
+                ExecutionError {
+                    message: shown
+                        .forge
+                        .as_ref()
+                        .map(|f| f.message.clone())
+                        .unwrap_or_default(),
+                    ..shown
+                }
             });
         Report {
             result,

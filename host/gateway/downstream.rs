@@ -468,19 +468,21 @@ fn log_dropped(server: &str, dropped: u64) {
     tracing::warn!(target: "quickforge::downstream", server = %server, "{dropped} stderr lines dropped (over {STDERR_LINES_PER_SEC} lines/s)");
 }
 
-/// Most stderr lines redacted together as one block, and most bytes: a burst
-/// (a YAML dump, a PEM key, a traceback written in one go) is redacted whole,
-/// so a secret over several lines is found; the bound keeps the block, and the
-/// wait for it, small.
+/// Most stderr lines logged together as one event, and most bytes: a burst
+/// (a YAML dump, a PEM key, a traceback written in one go) reaches the log's
+/// writer whole, and the writer redacts each event whole, so a secret over
+/// several lines is found; the bound keeps the block, and the wait for it,
+/// small.
 pub const STDERR_BLOCK_LINES: usize = 64;
 
-/// Copies a server's stderr into the gateway's log, redacted, line by line,
-/// each line cut at [`MAX_STDERR_LINE`] bytes and the rate held to
-/// [`STDERR_LINES_PER_SEC`], so a chatty server can grow neither memory nor
-/// the log. Lines that arrived together (up to [`STDERR_BLOCK_LINES`]) are
-/// redacted as one block before they are logged, so a secret spread over
-/// lines (a PEM block, a wrapped token, a config dump) goes too. The pipe is
-/// always read to the end, so the server never blocks on a full pipe.
+/// Copies a server's stderr into the gateway's log, each line cut at
+/// [`MAX_STDERR_LINE`] bytes and the rate held to [`STDERR_LINES_PER_SEC`],
+/// so a chatty server can grow neither memory nor the log. Lines that
+/// arrived together (up to [`STDERR_BLOCK_LINES`]) are logged as one event,
+/// which the log's writer redacts whole (the log's one boundary), so a
+/// secret spread over lines (a PEM block, a wrapped token, a config dump)
+/// goes too. The pipe is always read to the end, so the server never blocks
+/// on a full pipe.
 async fn drain_stderr(server: String, stderr: tokio::process::ChildStderr) {
     use governor::{Quota, RateLimiter};
     use std::num::NonZeroU32;
@@ -489,26 +491,30 @@ async fn drain_stderr(server: String, stderr: tokio::process::ChildStderr) {
     let limiter = RateLimiter::direct(quota);
     let mut dropped: u64 = 0;
     let mut emit = |block: &mut Vec<String>| {
-        if block.is_empty() {
-            return;
+        let lines: Vec<&str> = block
+            .iter()
+            .map(|l| l.trim_end())
+            .filter(|l| !l.is_empty())
+            .collect();
+        // each line is one cell of the rate; a block over it loses its tail
+        let mut kept = lines.len();
+        while kept > 0 {
+            let n = NonZeroU32::new(kept as u32).unwrap_or(NonZeroU32::MIN);
+            if matches!(limiter.check_n(n), Ok(Ok(()))) {
+                break;
+            }
+            kept /= 2;
         }
-        let redacted = crate::redact::redact(&block.join("\n")).text;
-        block.clear();
-        for text in redacted.lines() {
-            let text = text.trim_end();
-            if text.is_empty() {
-                continue;
-            }
-            if limiter.check().is_err() {
-                dropped += 1;
-                continue;
-            }
-            if dropped > 0 {
+        dropped += (lines.len() - kept) as u64;
+        if kept > 0 {
+            if dropped > 0 && kept == lines.len() {
                 log_dropped(&server, dropped);
                 dropped = 0;
             }
+            let text = lines[..kept].join("\n");
             tracing::info!(target: "quickforge::downstream", server = %server, "{text}");
         }
+        block.clear();
     };
     let mut reader = BufReader::new(stderr);
     let mut line: Vec<u8> = Vec::new();
@@ -669,13 +675,9 @@ impl Drop for CancelOnDrop {
 /// A failed request as the script sees it.
 pub fn service_error(server: &str, timeout: Duration, e: ServiceError) -> ForgeError {
     match e {
-        ServiceError::McpError(data) => convert::rpc_error(
-            &convert::Native,
-            server,
-            data.code.0.into(),
-            &data.message,
-            data.data,
-        ),
+        ServiceError::McpError(data) => {
+            convert::rpc_error(server, data.code.0.into(), &data.message, data.data)
+        }
         ServiceError::Timeout { .. } => {
             ForgeError::call_timeout(server, timeout, "its timeout_secs")
         }
@@ -683,12 +685,18 @@ pub fn service_error(server: &str, timeout: Duration, e: ServiceError) -> ForgeE
         | ServiceError::TransportSend(_)
         | ServiceError::Cancelled { .. } => ForgeError::new(
             ErrorCode::ServerUnavailable,
-            format!("the connection to server {server:?} broke during the call: {e}"),
+            format!(
+                "the connection to server {server:?} broke during the call: {}",
+                quickforge_filters::text::without_type_paths(&e.to_string())
+            ),
         )
         .suggest("the gateway reconnects in the background; retry shortly"),
         other => ForgeError::new(
             ErrorCode::DownstreamError,
-            format!("server {server:?}: {other}"),
+            format!(
+                "server {server:?}: {}",
+                quickforge_filters::text::without_type_paths(&other.to_string())
+            ),
         ),
     }
 }

@@ -243,7 +243,9 @@ impl ClientHandler for Handler {
                     .await;
             }
             None => {
-                let text = crate::redact::redact_clip(&params.data.to_string(), 1024);
+                // redacted by the log's writer, the log's boundary; the cut
+                // before it never splits a credential
+                let text = crate::error::clip_between_words(&params.data.to_string(), 1024);
                 tracing::info!(target: "quickforge::downstream", server = %self.server, level = ?params.level, "log message no client claims: {text}");
             }
         }

@@ -9,7 +9,8 @@
 //!   matches it.
 //! - The same rules as for scripts: servers in a strict group are left out
 //!   (outside an execution nothing is locked, as for an execution that has
-//!   made no call yet), and every text that comes back is redacted.
+//!   made no call yet), and every text that comes back is redacted, but the
+//!   identifiers (a resource's URI) the client uses again.
 //!
 //! `resources/subscribe` is the 2025 era's way (rmcp marks it legacy-only):
 //! quickforge serves it to the clients that use it.
@@ -149,7 +150,10 @@ impl Gateway {
         let (s, conn) = self.surface_connection(server)?;
         send(&conn, server, request, s.config.timeout)
             .await
-            .map_err(|e| McpError::internal_error(e.message, None))
+            .map_err(|e| {
+                let e = quickforge_core::shown::forge_to_client(e, &quickforge_core::shown::Native);
+                McpError::internal_error(e.message, None)
+            })
     }
 
     /// `prompts/get` for a `server.prompt` name, redacted.
@@ -253,12 +257,13 @@ impl Gateway {
     }
 }
 
-/// `result` with every string redacted (it reaches the client, and often
-/// the model, as tool results do).
+/// `result` as it crosses to the client (and often the model, as tool
+/// results do): every string redacted but the identifiers the client uses
+/// again (a resource's `uri`, `mimeType`, `name`: `quickforge_core::shown`).
 fn redacted<T: serde::Serialize + serde::de::DeserializeOwned>(result: T) -> Result<T, McpError> {
     let mut json: Value = serde_json::to_value(result)
         .map_err(|e| McpError::internal_error(format!("could not encode a result: {e}"), None))?;
-    crate::redact::redact_json(&mut json);
+    quickforge_core::shown::result_to_client(&mut json);
     serde_json::from_value(json).map_err(|e| {
         McpError::internal_error(format!("could not decode a redacted result: {e}"), None)
     })

@@ -402,7 +402,9 @@ async fn optional<T>(
 /// which server and which program to look at (`server "git" (command uvx): could not
 /// start "[REDACTED:path]": No such file or directory`).
 pub(super) fn unavailable_reason(config: &ServerConfig, why: &str) -> String {
-    let redacted = crate::redact::redact(why);
+    // the libraries' own type paths first: internals, never shown
+    let why = quickforge_filters::text::without_type_paths(why);
+    let redacted = crate::redact::redact(&why);
     if !redacted.changed {
         return redacted.text;
     }

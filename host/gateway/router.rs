@@ -94,11 +94,12 @@ impl Servers for Router {
                 let Value::Object(args) = args else {
                     unreachable!("built as an object above")
                 };
-                let confirm = entry.confirm.get(tool).map(|why| {
-                    let mut shown = Value::Object(args.clone());
-                    crate::redact::redact_json(&mut shown);
-                    (why.clone(), shown.to_string())
-                });
+                // the arguments as the script wrote them: the approval shows
+                // them to the person (`relay::approve`, the client's boundary)
+                let confirm = entry
+                    .confirm
+                    .get(tool)
+                    .map(|why| (why.clone(), Value::Object(args.clone()).to_string()));
                 let tool = tool.to_string();
                 let (upstream, shape) = (self.upstream.clone(), self.shape);
                 let route = self.to_server(server, entry, move |conn, server, timeout| {

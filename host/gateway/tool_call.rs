@@ -92,7 +92,7 @@ pub async fn call_tool(
                 let json = serde_json::to_value(&result).map_err(|e| {
                     ForgeError::new(ErrorCode::InvalidResponse, format!("{server}.{tool}: {e}"))
                 })?;
-                return shape.convert(&convert::Native, server, tool, json);
+                return shape.convert(server, tool, json);
             }
             ServerResult::CreateTaskResult(created) => {
                 return await_task(&asking, created.task, timeout).await;
@@ -182,7 +182,7 @@ async fn call_as_task(
         .map(str::to_string)
     else {
         // A server may answer a task-augmented call with the plain result.
-        return shape.convert(&convert::Native, server, tool, created);
+        return shape.convert(server, tool, created);
     };
     let mut cancel = CancelTaskOnDrop {
         peer: Some(conn.peer.clone()),
@@ -199,7 +199,6 @@ async fn call_as_task(
     };
     cancel.peer = None;
     shape.convert(
-        &convert::Native,
         server,
         tool,
         serde_json::to_value(&result).unwrap_or_default(),
@@ -385,7 +384,7 @@ async fn await_task(
             TaskPayload::Working => continue,
             TaskPayload::Completed { result } => {
                 cancel.peer = None;
-                return shape.convert(&convert::Native, server, tool, Value::Object(result));
+                return shape.convert(server, tool, Value::Object(result));
             }
             TaskPayload::Failed { error } => {
                 cancel.peer = None;
@@ -426,22 +425,20 @@ fn task_timeout(server: &str, tool: &str, timeout: Duration) -> ForgeError {
     )
 }
 
-/// A failed task's error as the script sees it: redacted, then cut.
-fn task_failed(server: &str, tool: &str, error: JsonObject) -> ForgeError {
-    let mut error = Value::Object(error);
-    crate::redact::redact_json(&mut error);
-    let text = error
-        .get("message")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(|| error.to_string());
-    ForgeError::new(
-        ErrorCode::DownstreamError,
-        format!(
-            "the task server {server:?} ran for {tool:?} failed: {}",
-            crate::redact::redact_clip(&text, convert::MAX_ERROR_TEXT)
-        ),
-    )
+/// A failed task's error: its message, or the whole error object quoted
+/// (redacted where it crosses, `quickforge_core::shown`).
+fn task_failed(server: &str, tool: &str, mut error: JsonObject) -> ForgeError {
+    let failed = format!("the task server {server:?} ran for {tool:?} failed: ");
+    match error.remove("message") {
+        Some(Value::String(message)) => {
+            ForgeError::new(ErrorCode::DownstreamError, format!("{failed}{message}"))
+        }
+        Some(other) => {
+            error.insert("message".into(), other);
+            ForgeError::new(ErrorCode::DownstreamError, failed).quote(Value::Object(error))
+        }
+        None => ForgeError::new(ErrorCode::DownstreamError, failed).quote(Value::Object(error)),
+    }
 }
 
 /// Sends `tasks/cancel` for a task whose call ended before the task did
@@ -484,34 +481,39 @@ mod tests {
     use super::*;
 
     /// A failed task's error reaches the script redacted and bounded, like
-    /// any downstream error text.
+    /// any downstream error text, by the script's boundary.
     #[test]
-    fn a_failed_task_error_is_redacted_and_cut() {
+    fn a_failed_task_error_is_redacted_and_cut_where_it_crosses() {
+        use quickforge_core::shown::{MAX_SCRIPT_MESSAGE, Native, to_script};
         let secret = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
         let mut error = JsonObject::new();
         error.insert(
             "message".into(),
             format!("upstream said token {secret} {}", "x".repeat(64 * 1024)).into(),
         );
-        let e = task_failed("gh", "sync", error);
-        assert_eq!(e.code.as_str(), "DOWNSTREAM_ERROR");
+        let raw = task_failed("gh", "sync", error);
+        assert_eq!(raw.code.as_str(), "DOWNSTREAM_ERROR");
+        let e = to_script(raw, &Native);
         assert!(!e.message.contains(secret), "{}", e.message);
         assert!(
             e.message
                 .starts_with("the task server \"gh\" ran for \"sync\" failed: upstream said token")
         );
         assert!(
-            e.message.len() < 2 * convert::MAX_ERROR_TEXT,
+            e.message.len() < MAX_SCRIPT_MESSAGE + 64,
             "{}",
             e.message.len()
         );
         // Without a message, the whole error object is shown (redacted).
         let mut error = JsonObject::new();
         error.insert("code".into(), 7.into());
+        error.insert("password".into(), "hunter2".into());
+        let e = to_script(task_failed("s", "t", error), &Native);
         assert!(
-            task_failed("s", "t", error)
-                .message
-                .ends_with("failed: {\"code\":7}")
+            e.message
+                .ends_with(r#"failed: {"code":7,"password":"[REDACTED]"}"#),
+            "{}",
+            e.message
         );
     }
 

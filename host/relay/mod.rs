@@ -11,7 +11,12 @@
 //! 1. by the request it relates to: a progress token quickforge put on one
 //!    of its own downstream requests, or (streamable HTTP) the response
 //!    stream of that request the message arrived on;
-//! 2. because exactly one execution has calls in flight to that server;
+//! 2. because exactly one execution has calls in flight to that server, and
+//!    every call to it that ended in the last [`GUESS_WINDOW`] was made for
+//!    the same principal (its `[auth]` subject; without `[auth]` every client
+//!    is the gateway's one user): a stdio server's log carries no request
+//!    id, and one written just after another subject's call ended must not
+//!    reach this one's call, the only one left in flight;
 //! 3. with one client (stdio), because every message is that client's.
 //!
 //! Otherwise a request gets the specification's error and a notification
@@ -30,7 +35,7 @@ mod progress;
 mod questions;
 mod upstream;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -39,6 +44,17 @@ use rmcp::model::{ProgressToken, RequestId};
 
 pub use questions::Questions;
 pub use upstream::{Asked, Caps, ClientLink, Pump, QUICK_ASK, Upstream};
+
+/// How long a call that ended still counts when a message without a request
+/// id is attributed by guess (rule 2 in the module doc): a server's log or
+/// progress written just after it answered arrives within milliseconds;
+/// five seconds covers a slow flush of its stderr-side buffers and a busy
+/// gateway, and keeps a quiet server's messages deliverable.
+pub const GUESS_WINDOW: Duration = Duration::from_secs(5);
+
+/// Most ended calls remembered per server for [`GUESS_WINDOW`]: past it the
+/// oldest go, and a guess refuses (it cannot tell) rather than grows.
+const MAX_ENDED: usize = 256;
 
 /// Bounds on waiting: every value is a documented `[sandbox]` key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +133,9 @@ pub enum Hint<'a> {
 /// for executions waiting on their client.
 pub struct Relay {
     calls: Mutex<HashMap<Arc<str>, Vec<InFlight>>>,
+    /// Per server, when each of its calls of the last [`GUESS_WINDOW`]
+    /// ended and for whom ([`ClientLink::principal`]).
+    ended: Mutex<EndedCalls>,
     next: AtomicU64,
     solo: Mutex<Option<Arc<ClientLink>>>,
     waiting: Arc<tokio::sync::Semaphore>,
@@ -132,6 +151,7 @@ impl Relay {
     pub fn new(limits: RelayLimits) -> Relay {
         Relay {
             calls: Mutex::default(),
+            ended: Mutex::default(),
             next: AtomicU64::new(1),
             solo: Mutex::default(),
             waiting: Arc::new(tokio::sync::Semaphore::new(limits.max_waiting.max(1))),
@@ -290,6 +310,7 @@ impl Relay {
             && flights
                 .iter()
                 .all(|f| Arc::ptr_eq(&f.upstream, &first.upstream))
+            && self.ended_only_for(server, first.upstream.client().principal())
         {
             return Some(Owner::Execution(first.upstream.clone(), first.tool.clone()));
         }
@@ -302,11 +323,55 @@ impl Relay {
         })
     }
 
+    /// Whether every call to `server` that ended in the last
+    /// [`GUESS_WINDOW`] was made for `principal`.
+    fn ended_only_for(&self, server: &str, principal: Option<&Arc<str>>) -> bool {
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(list) = ended.get_mut(server) else {
+            return true;
+        };
+        let now = tokio::time::Instant::now();
+        while list.front().is_some_and(|(at, _)| now - *at > GUESS_WINDOW) {
+            list.pop_front();
+        }
+        list.iter()
+            .all(|(_, e)| matches!(e, Ended::For(p) if p.as_ref() == principal))
+    }
+
+    /// Notes that a call for `principal` to `server` ended now.
+    fn note_ended(&self, server: &Arc<str>, principal: Option<Arc<str>>) {
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        let now = tokio::time::Instant::now();
+        ended.retain(|_, l| l.back().is_some_and(|(at, _)| now - *at <= GUESS_WINDOW));
+        let list = ended.entry(server.clone()).or_default();
+        while list.front().is_some_and(|(at, _)| now - *at > GUESS_WINDOW) {
+            list.pop_front();
+        }
+        if list.len() >= MAX_ENDED {
+            // too many to keep: one entry nobody matches stands for them
+            list.clear();
+            list.push_back((now, Ended::Forgotten));
+        }
+        list.push_back((now, Ended::For(principal)));
+    }
+
     /// A place among the executions waiting on their client, or `None`
     /// when `max_waiting` of them already wait.
     pub fn wait_place(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
         self.waiting.clone().try_acquire_owned().ok()
     }
+}
+
+/// Per server, the calls of the last [`GUESS_WINDOW`] that ended: when, and
+/// for whom.
+type EndedCalls = HashMap<Arc<str>, VecDeque<(tokio::time::Instant, Ended)>>;
+
+/// For whom a call that ended was made.
+enum Ended {
+    /// For this principal (`None`: no `[auth]`).
+    For(Option<Arc<str>>),
+    /// Stands for calls forgotten past [`MAX_ENDED`]: matches nobody.
+    Forgotten,
 }
 
 /// A downstream request in flight, known to the relay until dropped.
@@ -318,12 +383,22 @@ pub struct Tracked {
 
 impl Drop for Tracked {
     fn drop(&mut self) {
-        let mut calls = self.relay.lock();
-        if let Some(flights) = calls.get_mut(&self.server) {
-            flights.retain(|f| f.key != self.key);
-            if flights.is_empty() {
-                calls.remove(&self.server);
+        let mut principal = None;
+        {
+            let mut calls = self.relay.lock();
+            if let Some(flights) = calls.get_mut(&self.server) {
+                principal = flights
+                    .iter()
+                    .find(|f| f.key == self.key)
+                    .map(|f| f.upstream.client().principal().cloned());
+                flights.retain(|f| f.key != self.key);
+                if flights.is_empty() {
+                    calls.remove(&self.server);
+                }
             }
+        }
+        if let Some(principal) = principal {
+            self.relay.note_ended(&self.server, principal);
         }
     }
 }

@@ -64,7 +64,8 @@ impl Progress {
 
     /// Merges a report into the next notification (see the module doc).
     pub fn report(&self, value: Figures, message: String) {
-        let message = crate::redact::redact_clip(&message, MAX_PROGRESS_MESSAGE);
+        // it crosses to the client here: redacted once, then cut
+        let message = quickforge_core::shown::text_to_client(&message, MAX_PROGRESS_MESSAGE);
         self.state.lock().unwrap_or_else(|p| p.into_inner()).pending = Some((value, message));
         self.wake.notify_one();
     }

@@ -78,6 +78,8 @@ impl Caps {
 /// One client session, as the relay sees it.
 pub struct ClientLink {
     id: u64,
+    /// Whom it serves (see [`ClientLink::new`]).
+    principal: Option<Arc<str>>,
     peer: Peer<RoleServer>,
     caps: Caps,
     /// [`level_rank`] of the least severe level the client wants.
@@ -103,7 +105,9 @@ impl ClientLink {
     /// The client behind `peer`, with what it declared at `initialize`. A
     /// client of the 2026 era gets no server-to-client requests (the
     /// revision forbids them), whatever it declares.
-    pub fn new(peer: Peer<RoleServer>) -> Arc<ClientLink> {
+    /// `principal` is whom it serves: its subject under `[auth]`, else `None`
+    /// (every client is then the gateway's one user).
+    pub fn new(peer: Peer<RoleServer>, principal: Option<Arc<str>>) -> Arc<ClientLink> {
         static IDS: AtomicU64 = AtomicU64::new(1);
         let caps = peer
             .peer_info()
@@ -116,6 +120,7 @@ impl ClientLink {
         .allow_burst(std::num::NonZeroU32::new(LOG_BURST).unwrap_or(std::num::NonZeroU32::MIN));
         Arc::new(ClientLink {
             id: IDS.fetch_add(1, Ordering::Relaxed),
+            principal,
             peer,
             caps,
             // Until the client sets a level: info and above, the level a
@@ -128,6 +133,11 @@ impl ClientLink {
     /// A number that tells this session from every other in this process.
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// Whom the client serves: its subject under `[auth]`, else `None`.
+    pub fn principal(&self) -> Option<&Arc<str>> {
+        self.principal.as_ref()
     }
 
     /// What the client can do.
@@ -148,7 +158,9 @@ impl ClientLink {
     /// Sends a downstream server's log message to the client, as
     /// `notifications/message` with `logger` set to the server's name,
     /// when it is at or above the client's level and within the rate;
-    /// redacted, and cut at [`MAX_LOG_DATA`].
+    /// redacted where it crosses to the client (`quickforge_core::shown`),
+    /// `data` cut at [`MAX_LOG_DATA`] after, the server's own `logger` name
+    /// redacted and cleaned like any text a person reads.
     pub async fn log(&self, server: &str, level: LoggingLevel, data: Value, logger: Option<&str>) {
         if level_rank(level) < self.level.load(Ordering::Relaxed) {
             return;
@@ -158,13 +170,14 @@ impl ClientLink {
             return;
         }
         let mut data = data;
-        crate::redact::redact_json(&mut data);
+        quickforge_core::shown::json_to_client(&mut data);
         let text = data.to_string();
         if text.len() > MAX_LOG_DATA {
-            data = Value::String(crate::redact::redact_clip(&text, MAX_LOG_DATA));
+            // redacted whole above, so the cut cannot leave half a secret
+            data = Value::String(crate::error::clip(&text, MAX_LOG_DATA));
         }
         let logger = match logger {
-            Some(inner) => format!("{server}/{}", crate::error::clip(inner, 64)),
+            Some(inner) => format!("{server}/{}", shown_logger(inner)),
             None => server.to_string(),
         };
         let mut params = LoggingMessageNotificationParam::new(level, data);
@@ -445,4 +458,15 @@ fn service_error(e: rmcp::ServiceError) -> ErrorData {
             None,
         ),
     }
+}
+/// Longest logger name a server gives relayed, in bytes: a name, not a
+/// message.
+const MAX_LOGGER: usize = 64;
+
+/// A server's `logger` name as the client reads it: redacted (red team
+/// round 3 found a GitHub token and an AWS secret there while `data` was
+/// redacted), then cleaned of escapes, controls and direction characters.
+fn shown_logger(inner: &str) -> String {
+    let redacted = quickforge_core::shown::text_to_client(inner, MAX_LOGGER);
+    crate::manifest::sanitize::clean_text(&redacted, MAX_LOGGER).text
 }

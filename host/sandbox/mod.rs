@@ -53,6 +53,7 @@ use crate::deadline::Deadline;
 use crate::error::{Code, ErrorKind, ExecutionError, ForgeError};
 use meter::HostMeter;
 pub use quickforge_core::execution::{LogLevel, LogLine, Mode, Report, Stats};
+use quickforge_core::shown;
 
 /// Bindings generated from `wit/`, the single source of truth of the
 /// host–guest contract.
@@ -318,13 +319,10 @@ impl Sandbox {
             // execution never finishes `ok` past its limit.
             _ if deadline.passed() => Err(self.timeout_error(limit)),
             Ok(Err(trap)) => Err(self.classify_trap(&trap, memory_denied)),
-            // The script's own error text leaves through here: redacted,
-            // like every error text (ForgeErrors were redacted on entry).
             Ok(Ok(Err(script))) => Err(classify_script_error(
                 script,
                 state.pipeline.budget_spent(),
-            )
-            .redacted()),
+            )),
             Ok(Ok(Ok(outcome))) => crate::guest_json::parse_json(&outcome.value_json).map_err(|e| {
                 ExecutionError::new(
                     ErrorKind::NotSerializable,
@@ -450,11 +448,12 @@ fn classify_script_error(e: wit::ScriptError, budget_spent: bool) -> ExecutionEr
             wit::Code::Known(c) => Code::Known(c.into()),
             // A script's own code, or the text of one of ours: recognized
             // by its text.
-            wit::Code::Other(text) => Code::from(bounded(text, MAX_CODE)),
+            wit::Code::Other(text) => Code::from(text),
         },
-        message: bounded(f.message, MAX_MESSAGE),
+        message: f.message,
         retryable: f.retryable,
-        suggestion: f.suggestion.map(|s| bounded(s, MAX_MESSAGE)),
+        suggestion: f.suggestion,
+        quoted: None,
     });
     let kind = match e.kind {
         K::Syntax => ErrorKind::Syntax,
@@ -469,33 +468,17 @@ fn classify_script_error(e: wit::ScriptError, budget_spent: bool) -> ExecutionEr
         K::Timeout => ErrorKind::Timeout,
     }
     .of_script_failure(forge.as_ref(), budget_spent);
-    ExecutionError {
-        kind,
-        message: bounded(e.message, MAX_MESSAGE),
-        forge,
-        // the script's own frames: cut, not redacted (the stack rules would take
-        // them all); a stack is dropped whole when its message needed redaction
-        stack: e.stack.map(|s| crate::error::clip(&s, MAX_STACK)),
-    }
-}
-
-/// Longest `ForgeError` code handed on, in bytes: a code is an identifier
-/// (the host's are under 32 bytes), but a script can throw one of its own.
-const MAX_CODE: usize = 256;
-
-/// Longest error message handed to the client, in bytes: an error explains,
-/// it does not carry data (a thrown 20 MB string would otherwise bypass
-/// `max_output_size`).
-const MAX_MESSAGE: usize = 4 * 1024;
-/// Longest stack handed to the client, in bytes: twice a message, room for
-/// the few dozen frames that locate a failure in a script; deeper stacks
-/// (a recursion's thousands of frames) repeat themselves and cost context.
-const MAX_STACK: usize = 8 * 1024;
-
-/// `text` redacted, then cut to `max` bytes: in that order, so a cut never
-/// lands inside a secret (see [`crate::redact::redact_clip`]).
-fn bounded(text: String, max: usize) -> String {
-    crate::redact::redact_clip(&text, max)
+    // A script's failure leaves towards the client here: redacted and cut
+    // once, by the client's boundary (`quickforge_core::shown`).
+    shown::to_client(
+        ExecutionError {
+            kind,
+            message: e.message,
+            forge,
+            stack: e.stack,
+        },
+        &shown::Native,
+    )
 }
 
 fn engine_config(limits: &SandboxLimits, tuning: &Tuning) -> Config {

@@ -197,7 +197,8 @@ impl ForgeServer {
     fn client(&self, peer: &Peer<RoleServer>) -> Arc<ClientLink> {
         self.client
             .get_or_init(|| {
-                let link = ClientLink::new(peer.clone());
+                let principal = self.session.subject_id().map(Arc::from);
+                let link = ClientLink::new(peer.clone(), principal);
                 self.executor.gateway.relay.register(&link);
                 if !self.capped {
                     self.executor.gateway.relay.set_solo(link.clone());

@@ -1,7 +1,9 @@
 //! The HTTP session gate: what stands between HTTP clients and their
 //! sessions, before rmcp sees a request. It keeps the cap on live sessions
 //! (evicting the session left alone longest to let a new client in),
-//! when each session was last used, and whose each is (`[auth]`).
+//! when each session was last used, whose each is (`[auth]`), and which
+//! request ids each has running (a second request under a running id is
+//! refused, never cross-answered).
 
 use std::sync::Arc;
 
@@ -22,6 +24,9 @@ pub struct Gate {
     records: Option<Arc<RedisSessionStore>>,
     manager: Arc<LocalSessionManager>,
     limits: SessionLimits,
+    /// (session id, request id as JSON) of each request whose response is
+    /// still open.
+    running: Arc<std::sync::Mutex<std::collections::HashSet<(String, String)>>>,
 }
 
 impl Gate {
@@ -40,7 +45,20 @@ impl Gate {
             records,
             manager,
             limits,
+            running: Arc::default(),
         }
+    }
+
+    /// Marks request `request` of session `session` running until the
+    /// returned guard drops (when its response has been sent whole, or the
+    /// client went away); `None` when one under that id already runs.
+    fn start(&self, session: &str, request: String) -> Option<Running> {
+        let key = (session.to_string(), request);
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        running.insert(key.clone()).then(|| Running {
+            set: self.running.clone(),
+            key,
+        })
     }
 
     /// Whether a request of `subject` naming session `id` must be refused
@@ -143,7 +161,20 @@ pub async fn gate(
         }
         gate.recency.touch(&id);
         let closes = req.method() == axum::http::Method::DELETE;
-        let response = next.run(req).await;
+        let (req, running) = match admit_request(&gate, &id, req).await {
+            Ok(admitted) => admitted,
+            Err(refusal) => return refusal,
+        };
+        let mut response = next.run(req).await;
+        if let Some(running) = running {
+            // the id is free again once the response is over, however it ends
+            let body = std::mem::take(response.body_mut());
+            let stream = futures_util::StreamExt::map(body.into_data_stream(), move |chunk| {
+                let _ = &running;
+                chunk
+            });
+            *response.body_mut() = axum::body::Body::from_stream(stream);
+        }
         // Ownership is never inferred from rmcp's answers (a 404 can answer
         // a request of a live session, an unknown method at 2026-07-28): a
         // record goes only with a session its owner ended, or when the
@@ -192,6 +223,69 @@ pub async fn gate(
         }
     }
     response
+}
+
+/// A request id running in a session; free again when dropped.
+struct Running {
+    set: Arc<std::sync::Mutex<std::collections::HashSet<(String, String)>>>,
+    key: (String, String),
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.set
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.key);
+    }
+}
+
+/// A `POST` to `session` read whole (rmcp reads it whole next anyway) and,
+/// when it is a JSON-RPC request, its id marked running; a request under an
+/// id that still runs in the session is answered here with a JSON-RPC error
+/// (red team round 3: rmcp would route both answers by the one id, so one
+/// client's call could receive the other's result, or be dropped).
+async fn admit_request(
+    gate: &Gate,
+    session: &str,
+    req: axum::extract::Request,
+) -> Result<(axum::extract::Request, Option<Running>), axum::response::Response> {
+    use axum::response::IntoResponse;
+    if req.method() != axum::http::Method::POST {
+        return Ok((req, None));
+    }
+    let (parts, body) = req.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return Err((
+            axum::http::StatusCode::BAD_REQUEST,
+            "could not read the request body",
+        )
+            .into_response());
+    };
+    let id = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .filter(|v| v.get("method").is_some())
+        .and_then(|v| v.get("id").filter(|id| !id.is_null()).cloned());
+    let running = match id {
+        Some(id) => match gate.start(session, id.to_string()) {
+            Some(running) => Some(running),
+            None => {
+                let body = serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "id": id,
+                    "error": {"code": -32600, "message": format!(
+                        "request id {id} is already in use by a request still running in this session; give each request its own id"
+                    )},
+                });
+                return Err((axum::http::StatusCode::CONFLICT, axum::Json(body)).into_response());
+            }
+        },
+        None => None,
+    };
+    Ok((
+        axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes)),
+        running,
+    ))
 }
 
 /// The `Mcp-Session-Id` of a request or response, if it has one.

@@ -5,6 +5,8 @@
 //! (the gateway's own log); and an "unavailable" reason that still names the
 //! server and its command when redaction hid the command's path.
 
+use std::path::Path;
+
 use serde_json::Value;
 
 use crate::mcp::*;
@@ -151,4 +153,86 @@ async fn an_unavailable_reason_names_the_server_and_its_commands_basename() {
         !why.contains(&*dir.to_string_lossy()),
         "the path stays hidden: {why}"
     );
+}
+
+/// Issue 37, item 5: redaction is owned by one boundary per direction
+/// (`host/core/src/shown.rs` says which). Every other file of the gateways
+/// calls none of the redactor's functions outside its tests; the few that
+/// may, and why, are listed here. Read as text: test modules (from the
+/// first `#[cfg(test)]`) and comment lines left out.
+#[test]
+fn redaction_is_called_only_at_the_boundaries() {
+    const ALLOWED: &[(&str, &str)] = &[
+        ("host/core/src/shown.rs", "the boundaries themselves"),
+        ("host/cli/logging.rs", "the log's boundary: its writer"),
+        (
+            "host/gateway/mod.rs",
+            "a server's unavailable reason, recorded shown",
+        ),
+        (
+            "host/gateway/sse.rs",
+            "the HTTP error page quoted in that reason",
+        ),
+        (
+            "edge/provider/src/redact.rs",
+            "the redactor component, as a Redactor",
+        ),
+        ("edge/provider/src/run.rs", "the edge's unavailable reasons"),
+        (
+            "edge/provider/src/refresh.rs",
+            "the edge's unavailable reasons",
+        ),
+    ];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["host", "edge/provider/src", "edge/front/src"] {
+        collect_rs(&root.join(dir), &mut files);
+    }
+    let mut found = Vec::new();
+    for file in files {
+        let rel = file
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        if rel.starts_with("host/filters/") || ALLOWED.iter().any(|(f, _)| *f == rel) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (n, line) in code.lines().enumerate() {
+            let line = line.trim_start();
+            if line.starts_with("//") {
+                continue;
+            }
+            if [
+                "redact(",
+                "redact_in(",
+                "redact_json",
+                "redact_clip(",
+                ".redacted()",
+            ]
+            .iter()
+            .any(|call| line.contains(call))
+            {
+                found.push(format!("{rel}:{}: {line}", n + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "redaction outside its boundaries (use quickforge_core::shown):\n{}",
+        found.join("\n")
+    );
+}
+
+fn collect_rs(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect_rs(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
 }

@@ -573,6 +573,39 @@ async fn prompts_resources_and_completions_pass_through() {
     );
 }
 
+/// A 2025-era session opened on `url` by hand, initialized: its id.
+async fn raw_session(url: &str) -> String {
+    let init = crate::http::raw_initialize(url).await;
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    post_in(
+        &reqwest::Client::new(),
+        url,
+        &session,
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await
+    .unwrap();
+    session
+}
+
+/// POSTs `body` to `url` in `session`.
+fn post_in(
+    http: &reqwest::Client,
+    url: &str,
+    session: &str,
+    body: &Value,
+) -> impl Future<Output = reqwest::Result<reqwest::Response>> + use<> {
+    http.post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(body)
+        .send()
+}
+
 /// Item 1 over HTTP: the end of the client's session (`DELETE`) stops the
 /// execution it had running, and its downstream call is cancelled.
 #[tokio::test]
@@ -580,23 +613,9 @@ async fn the_end_of_an_http_session_stops_its_execution() {
     crate::http::tls();
     let (_dir, config, record) = setup("relay-delete", |record| relay_server("r", record, ""));
     let (mut gateway, url) = crate::http::serve_http(&config).await;
-    let init = crate::http::raw_initialize(&url).await;
-    let session = init.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_string();
+    let session = raw_session(&url).await;
     let http = reqwest::Client::new();
-    let post = |body: Value| {
-        http.post(&url)
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", "2025-06-18")
-            .json(&body)
-            .send()
-    };
-    post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .await
-        .unwrap();
+    let post = |body: Value| post_in(&http, &url, &session, &body);
     let code = r#"async () => forge.callTool("r", "slow", {ms: 30000})"#;
     let running = tokio::spawn(post(
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -665,4 +684,201 @@ async fn scripts_see_resource_templates_in_the_manifest() {
         .await;
     assert_eq!(got["t"]["uriTemplate"], "note://{id}", "{got}");
     assert!(got["read"].to_string().contains("note 7"), "{got}");
+}
+
+/// Red team round 3, point 4 (the relay's part): a server's `logger` name
+/// reached the client as it was, carrying a GitHub token, terminal escapes
+/// and a bidi override, while `data` was redacted. Both are shown redacted
+/// where they cross to the client, the name cleaned as well.
+#[tokio::test]
+async fn a_relayed_logger_name_is_redacted_and_cleaned() {
+    let (_dir, config, _record) = setup("relay-logger", |record| relay_server("r", record, ""));
+    let token = format!("ghp_{}", "C".repeat(36));
+    let script = format!(
+        r#"async () => forge.callTool("r", "log", {{levels: ["error"], logger: "auth {token} \u001b[31mred\u202Eevil"}})"#
+    );
+    let seen = client(
+        &config,
+        json!({"log_level": "info", "steps": [{"execute": script}]}),
+    )
+    .await;
+    result(&seen.steps[0]);
+    let logs = seen.events["logs"].as_array().unwrap();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let logger = logs[0]["logger"].as_str().unwrap();
+    assert!(logger.starts_with("r/auth [REDACTED:key]"), "{logger}");
+    for hidden in ["ghp_", "\u{1b}", "\u{202E}", "[31m"] {
+        assert!(!logger.contains(hidden), "{hidden:?} in {logger:?}");
+    }
+}
+
+/// Red team round 3, point 10: an approval showed every path as
+/// `[REDACTED:path]` (two different targets read alike, so the person
+/// approved blind) and a bidi override from the script as it was. The
+/// person now reads the path the tool will get, hidden characters written
+/// out, and still no credential.
+#[tokio::test]
+async fn an_approval_shows_the_scripts_path_and_hidden_characters_but_no_credential() {
+    let (_dir, config, _record) = setup("relay-approve-text", |record| {
+        relay_server("r", record, "allow_destructive = \"ask\"\n")
+    });
+    let token = format!("ghp_{}", "D".repeat(36));
+    let wipe = format!(
+        r#"async () => forge.callTool("r", "wipe", {{target: "/home/alice/.ssh/id_rsa\u202Etxt.exe {token}"}})"#
+    );
+    let seen = client(
+        &config,
+        json!({"capabilities": {"elicitation": true}, "elicit": {"action": "decline"},
+               "steps": [{"execute": wipe}]}),
+    )
+    .await;
+    let asked = seen.events["elicitations"][0]["message"].as_str().unwrap();
+    assert!(
+        asked.contains("/home/alice/.ssh/id_rsa<U+202E>txt.exe"),
+        "{asked}"
+    );
+    assert!(
+        !asked.contains('\u{202E}') && !asked.contains("ghp_"),
+        "{asked}"
+    );
+    assert!(asked.contains("[REDACTED:key]"), "{asked}");
+}
+
+/// The eras issue's `resources/read` point (red team round 3, point 12): a
+/// resource's own URI came back through the redactor
+/// (`file:///[REDACTED:url]`), so the client could not use it again. An
+/// identifier crosses to the client unchanged; the text beside it does not.
+#[tokio::test]
+async fn a_read_resource_keeps_its_uri_and_loses_its_secrets() {
+    let (_dir, config, _record) = setup("relay-read-uri", |record| relay_server("r", record, ""));
+    let uri = "file:///home/alice/notes/todo.md";
+    let seen = client(&config, json!({"steps": [{"read": uri}]})).await;
+    assert_eq!(seen.steps[0]["uris"], json!([uri]), "{:?}", seen.steps);
+    let text = seen.steps[0]["contents"][0].as_str().unwrap();
+    assert!(
+        text.contains("[REDACTED:path]")
+            && text.contains("[REDACTED:key]")
+            && !text.contains("ghp_"),
+        "{text}"
+    );
+}
+
+/// Red team round 3, point 12: two requests under one JSON-RPC id in one
+/// HTTP session were dropped or cross-answered silently. The second is
+/// refused at once (409, a JSON-RPC error naming the id), the first gets
+/// its own result, and the id can be used again once it is answered.
+#[tokio::test]
+async fn a_second_request_under_a_running_id_is_refused_over_http() {
+    crate::http::tls();
+    let (_dir, config, _record) = setup("relay-dup-id", |record| relay_server("r", record, ""));
+    let (mut gateway, url) = crate::http::serve_http(&config).await;
+    let session = raw_session(&url).await;
+    let http = reqwest::Client::new();
+    let post = |body: Value| post_in(&http, &url, &session, &body);
+    let execute = |code: &str| {
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+               "params": {"name": "execute", "arguments": {"code": code}}})
+    };
+    let first = tokio::spawn(post(execute(
+        r#"async () => { await forge.callTool("r", "slow", {ms: 1500}); return "first"; }"#,
+    )));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let second = post(execute(r#"async () => "second""#)).await.unwrap();
+    assert_eq!(second.status(), reqwest::StatusCode::CONFLICT);
+    let refusal: Value = second.json().await.unwrap();
+    assert_eq!(refusal["id"], 7, "{refusal}");
+    assert_eq!(refusal["error"]["code"], -32600, "{refusal}");
+    let first = first.await.unwrap().unwrap();
+    assert!(first.status().is_success(), "{}", first.status());
+    let text = first.text().await.unwrap();
+    assert!(text.contains("first") && !text.contains("second"), "{text}");
+    // answered, so the id is free again
+    let again = post(execute(r#"async () => "again""#)).await.unwrap();
+    assert!(again.status().is_success(), "{}", again.status());
+    assert!(again.text().await.unwrap().contains("again"));
+    gateway.start_kill().unwrap();
+}
+
+/// Log messages an rmcp client received, as JSON text.
+#[derive(Clone, Default)]
+struct Logs(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+#[expect(
+    deprecated,
+    reason = "logging is deprecated in MCP 2026-07-28 (SEP-2577) but is what a 2025-era session relays"
+)]
+impl rmcp::ClientHandler for Logs {
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _cx: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params.data.to_string());
+    }
+}
+
+/// Red team round 3, point 3: a shared stdio server that logged after one
+/// subject's call ended had the log delivered to another subject's call,
+/// the only one still in flight to that server (stdio messages carry no
+/// request id, so the owner was a guess). A guess now also needs every call
+/// to the server that ended in the last few seconds to be for the same
+/// subject: the late log reaches neither.
+#[tokio::test]
+async fn a_late_log_of_one_subject_does_not_reach_another() {
+    use rmcp::ServiceExt as _;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    crate::http::tls();
+    let hash = |t: &str| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(t.as_bytes()));
+    let (alice_token, bob_token) = (
+        "alice-relay-token-0123456789abcdef",
+        "bob-relay-token-fedcba9876543210",
+    );
+    let (_dir, config, _record) = setup("relay-late-log", |record| {
+        format!(
+            "[auth]\nresource = \"https://gw.test/mcp\"\n\
+             [[auth.tokens]]\nsubject = \"alice\"\nsha256 = \"{}\"\n\n\
+             [[auth.tokens]]\nsubject = \"bob\"\nsha256 = \"{}\"\n\n{}",
+            hash(alice_token),
+            hash(bob_token),
+            relay_server("r", record, "")
+        )
+    });
+    let (mut gateway, url) = crate::http::serve_http(&config).await;
+    let connect = |token: &str, logs: Logs| {
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(token),
+        );
+        logs.serve(transport)
+    };
+    let (alice_logs, bob_logs) = (Logs::default(), Logs::default());
+    let alice = connect(alice_token, alice_logs.clone()).await.unwrap();
+    let bob = connect(bob_token, bob_logs.clone()).await.unwrap();
+    let execute = |code: &str| {
+        let mut args = serde_json::Map::new();
+        args.insert("code".into(), code.into());
+        rmcp::model::CallToolRequestParams::new("execute").with_arguments(args)
+    };
+    let done = alice
+        .call_tool(execute(
+            r#"async () => forge.callTool("r", "log_later", {ms: 800, marker: "late-from-alice"})"#,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(done.is_error, Some(false), "{done:?}");
+    // bob's call is the only one in flight when alice's log arrives
+    let done = bob
+        .call_tool(execute(
+            r#"async () => forge.callTool("r", "slow", {ms: 2000})"#,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(done.is_error, Some(false), "{done:?}");
+    for (who, logs) in [("alice", &alice_logs), ("bob", &bob_logs)] {
+        let logs = logs.0.lock().unwrap().join("\n");
+        assert!(!logs.contains("late-from-alice"), "{who} got it: {logs}");
+    }
+    let _ = alice.cancel().await;
+    let _ = bob.cancel().await;
+    gateway.start_kill().unwrap();
 }

@@ -135,7 +135,7 @@ async def run_surface(client: Client, step: dict) -> dict | None:
             return {"templates": [t.uri_template for t in listed.resource_templates]}
         if "read" in step:
             r = await client.read_resource(step["read"])
-            return {"contents": [c.text for c in r.contents]}
+            return {"contents": [c.text for c in r.contents], "uris": [str(c.uri) for c in r.contents]}
         if "complete" in step:
             c = step["complete"]
             if "prompt" in c:

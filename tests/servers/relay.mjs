@@ -164,14 +164,30 @@ function makeServer() {
     },
   );
 
+  // answers at once, then logs after `ms`: a message that relates to a call
+  // no longer in flight (and, on stdio, carries no request id)
+  server.registerTool(
+    "log_later",
+    { description: "Answer, then log `marker` after `ms` milliseconds", inputSchema: { ms: z.number(), marker: z.string() } },
+    async ({ ms, marker }) => {
+      setTimeout(() => {
+        server.server.sendLoggingMessage({ level: "error", logger: "late", data: marker }).catch(() => {});
+      }, ms);
+      return text({ scheduled: marker });
+    },
+  );
+
   server.registerTool(
     "log",
-    { description: "Send one log message per level", inputSchema: { levels: z.array(z.string()) } },
-    async ({ levels }, extra) => {
+    {
+      description: "Send one log message per level",
+      inputSchema: { levels: z.array(z.string()), logger: z.string().optional() },
+    },
+    async ({ levels, logger }, extra) => {
       for (const level of levels) {
         await extra.sendNotification({
           method: "notifications/message",
-          params: { level, logger: "relay-fixture", data: `a ${level} message; token=ghp_${"A".repeat(36)}` },
+          params: { level, logger: logger ?? "relay-fixture", data: `a ${level} message; token=ghp_${"A".repeat(36)}` },
         });
       }
       return text({ logged: levels.length });
@@ -194,6 +210,16 @@ function makeServer() {
     "note://readme",
     { description: "The fixed note", mimeType: "text/plain" },
     async (uri) => ({ contents: [{ uri: uri.href, text: "read me first" }] }),
+  );
+
+  // a file's URI, which the redactor's path rule would take for a path
+  server.registerResource(
+    "home-note",
+    "file:///home/alice/notes/todo.md",
+    { description: "A note in a home directory", mimeType: "text/markdown" },
+    async (uri) => ({
+      contents: [{ uri: uri.href, mimeType: "text/markdown", text: `see /home/alice/.ssh/id_rsa; token ghp_${"B".repeat(36)}` }],
+    }),
   );
 
   server.registerResource(

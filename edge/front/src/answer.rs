@@ -61,6 +61,7 @@ fn forge_error(f: wit::ForgeError) -> ForgeError {
         message: f.message,
         retryable: f.retryable,
         suggestion: f.suggestion,
+        quoted: None,
     }
 }
 

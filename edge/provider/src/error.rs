@@ -21,7 +21,10 @@ macro_rules! same_codes {
 quickforge_core::with_error_codes!(same_codes);
 
 impl From<ForgeError> for Wit {
+    /// Where a failure crosses into the guest: redacted here, once, by the
+    /// script's boundary (`quickforge_core::shown::to_script`), as natively.
     fn from(e: ForgeError) -> Wit {
+        let e = quickforge_core::shown::to_script(e, &crate::redact::Edge);
         Wit {
             code: match e.code {
                 Code::Known(c) => WitCode::Known(wit_code(c)),

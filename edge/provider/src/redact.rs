@@ -5,14 +5,14 @@
 //! ones (`Redactor::redact_json`'s default, `clean_schema_with`), run here,
 //! so only strings cross.
 
-use quickforge_core::convert::Redactor;
+use quickforge_core::shown::Redactor;
 
 use quickforge_filters::sanitize::{Cleaned, Findings};
 
 use crate::bindings::quickforge::edge::redact as redactor;
 use crate::bindings::quickforge::edge::sanitize as sanitizer;
 
-/// The redactor component, as `quickforge_core::convert` takes redaction.
+/// The redactor component, as `quickforge_core::shown` takes redaction.
 pub struct Edge;
 
 impl Redactor for Edge {

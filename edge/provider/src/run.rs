@@ -20,7 +20,6 @@ use crate::config::Config;
 use crate::error::{ErrorCode, ForgeError};
 use crate::http::{Exchange, Step};
 use crate::mcp::{self, Answer};
-use crate::redact::Edge;
 use crate::stash_kv::Stash;
 use quickforge_core::convert;
 
@@ -348,7 +347,7 @@ impl Run {
                             code,
                             message,
                             data,
-                        } => Err(convert::rpc_error(&Edge, &server, code, &message, data).into()),
+                        } => Err(convert::rpc_error(&server, code, &message, data).into()),
                         Answer::Broken(why) => Err(ForgeError::new(
                             ErrorCode::InvalidResponse,
                             format!("{server}.{}: {why}", call.tool),
@@ -361,7 +360,7 @@ impl Run {
                             let converted = if call.method == "resources/read" {
                                 Ok(convert::read_result(v))
                             } else {
-                                convert::call_result(&Edge, &server, &call.tool, v)
+                                convert::call_result(&server, &call.tool, v)
                             };
                             converted.map(|v| v.to_string()).map_err(Into::into)
                         }

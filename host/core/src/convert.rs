@@ -14,51 +14,15 @@
 //! - one block is returned as itself, several as an array, none as `null`;
 //! - `isError: true` becomes a `TOOL_ERROR` carrying the server's text.
 //!
-//! Every downstream text quoted in a `ForgeError` goes through the caller's
-//! [`Redactor`]: natively [`Native`] (the rule set compiled in-process), on
-//! the edge the pre-initialized redactor component.
+//! A server's text quoted in a `ForgeError` is quoted raw: it is redacted
+//! once, where the error crosses into the script or to the client
+//! ([`crate::shown`]).
 
 use serde_json::{Map, Value, json};
 
 use crate::code::ErrorCode;
 use crate::error::ForgeError;
-
-/// How a gateway takes secrets out of downstream text.
-pub trait Redactor {
-    /// `text` redacted, or `None` when it holds nothing to redact.
-    fn redact(&self, text: &str) -> Option<String>;
-
-    /// `text` redacted, then cut to at most `max` bytes (see
-    /// [`quickforge_filters::redact::redact_clip`] for why in that order).
-    fn redact_clip(&self, text: &str, max: usize) -> String;
-
-    /// A JSON error payload redacted in place (sensitive field names at any
-    /// depth, every string through [`Redactor::redact`]); whether anything
-    /// changed.
-    fn redact_json(&self, value: &mut Value) -> bool {
-        quickforge_filters::redact::redact_json_with(value, &|text| self.redact(text))
-    }
-}
-
-/// The native gateway's redaction: `quickforge_filters::redact`, whose rule
-/// set compiles once per process.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Native;
-
-impl Redactor for Native {
-    fn redact(&self, text: &str) -> Option<String> {
-        let r = quickforge_filters::redact::redact(text);
-        r.changed.then_some(r.text)
-    }
-
-    fn redact_clip(&self, text: &str, max: usize) -> String {
-        quickforge_filters::redact::redact_clip(text, max)
-    }
-
-    fn redact_json(&self, value: &mut Value) -> bool {
-        quickforge_filters::redact::redact_json(value)
-    }
-}
+pub use crate::shown::MAX_ERROR_TEXT;
 
 /// Longest base64 `data` of one image, audio or blob handed to a script, in
 /// bytes: 1 MiB, Forgemax's bound on binary content and quickforge's
@@ -66,33 +30,19 @@ impl Redactor for Native {
 /// larger one comes as metadata alone, marked `truncated`.
 pub const MAX_BINARY_DATA: usize = 1024 * 1024;
 
-/// Longest server error text passed into a `ForgeError`, in bytes. A stack
-/// dump from a server is noise for a model; the start says what went wrong.
-pub const MAX_ERROR_TEXT: usize = 2048;
-
-/// A JSON-RPC error answer from `server` as the script sees it: its
-/// message and `data` (the data often says more: which field, which
-/// limit), the data redacted as JSON (a sensitive field goes whatever its
-/// value), then all of it as text, and only then cut; with its code.
-pub fn rpc_error(
-    redactor: &dyn Redactor,
-    server: &str,
-    code: i64,
-    message: &str,
-    data: Option<Value>,
-) -> ForgeError {
-    let detail = data.map(|mut d| {
-        redactor.redact_json(&mut d);
-        format!("; data: {d}")
-    });
-    let text = format!("{message}{}", detail.unwrap_or_default());
-    ForgeError::new(
-        ErrorCode::DownstreamError,
-        format!(
-            "server {server:?} refused the request: {} (JSON-RPC error {code})",
-            redactor.redact_clip(&text, MAX_ERROR_TEXT),
-        ),
-    )
+/// A JSON-RPC error answer from `server` as the script sees it: its code,
+/// its message and its `data` (the data often says more: which field, which
+/// limit), quoted as JSON so the boundary masks a sensitive field whatever
+/// its value.
+pub fn rpc_error(server: &str, code: i64, message: &str, data: Option<Value>) -> ForgeError {
+    let prefix =
+        format!("server {server:?} refused the request (JSON-RPC error {code}): {message}");
+    match data {
+        Some(data) => {
+            ForgeError::new(ErrorCode::DownstreamError, format!("{prefix}; data: ")).quote(data)
+        }
+        None => ForgeError::new(ErrorCode::DownstreamError, prefix),
+    }
 }
 
 /// What a tool's result becomes.
@@ -109,45 +59,29 @@ pub enum Shape {
 impl Shape {
     /// `result` (a `tools/call` result, as JSON) from `server`'s `tool`, in
     /// this shape.
-    pub fn convert(
-        self,
-        redactor: &dyn Redactor,
-        server: &str,
-        tool: &str,
-        result: Value,
-    ) -> Result<Value, ForgeError> {
+    pub fn convert(self, server: &str, tool: &str, result: Value) -> Result<Value, ForgeError> {
         match self {
-            Shape::Script => call_result(redactor, server, tool, result),
-            Shape::Mcp => mcp_result(redactor, server, tool, result),
+            Shape::Script => call_result(server, tool, result),
+            Shape::Mcp => mcp_result(server, tool, result),
         }
     }
 }
 
 /// A `tools/call` result (as JSON) kept as the server sent it (content
 /// blocks, `structuredContent`), for a direct tool's client; an error
-/// result becomes the same redacted, bounded `TOOL_ERROR` a script gets.
-pub fn mcp_result(
-    redactor: &dyn Redactor,
-    server: &str,
-    tool: &str,
-    result: Value,
-) -> Result<Value, ForgeError> {
+/// result becomes the same `TOOL_ERROR` a script gets.
+pub fn mcp_result(server: &str, tool: &str, result: Value) -> Result<Value, ForgeError> {
     let failed = result
         .as_object()
         .is_none_or(|o| o.get("isError").and_then(Value::as_bool) == Some(true));
     if failed {
-        return call_result(redactor, server, tool, result);
+        return call_result(server, tool, result);
     }
     Ok(result)
 }
 
 /// Converts a `tools/call` result (as JSON) from `server`'s `tool`.
-pub fn call_result(
-    redactor: &dyn Redactor,
-    server: &str,
-    tool: &str,
-    result: Value,
-) -> Result<Value, ForgeError> {
+pub fn call_result(server: &str, tool: &str, result: Value) -> Result<Value, ForgeError> {
     let Value::Object(mut result) = result else {
         return Err(ForgeError::new(
             ErrorCode::InvalidResponse,
@@ -168,28 +102,26 @@ pub fn call_result(
             .filter_map(|b| b.get("text").and_then(Value::as_str))
             .map(str::to_string)
             .collect();
+        let failed = ForgeError::new(ErrorCode::ToolError, format!("{server}.{tool} failed: "))
+            .suggest("the downstream tool reported this error; check the arguments against manifest.tool(...)");
         // A structured error (a YAML config dump, a traceback as an object) is
-        // redacted as JSON first: a sensitive field goes whatever its value.
-        let text = if text.is_empty() {
-            result
-                .get_mut("structuredContent")
-                .map(|v| {
-                    redactor.redact_json(v);
-                    v.to_string()
-                })
-                .unwrap_or_else(|| "the tool reported an error without a message".into())
+        // quoted as JSON: the boundary masks a sensitive field whatever its value.
+        return Err(if !text.is_empty() {
+            ForgeError {
+                message: format!("{}{}", failed.message, text.join("\n")),
+                ..failed
+            }
+        } else if let Some(structured) = result.remove("structuredContent") {
+            failed.quote(structured)
         } else {
-            text.join("\n")
-        };
-        // redacted whole, then cut: a cut first can land inside a secret
-        return Err(ForgeError::new(
-            ErrorCode::ToolError,
-            format!(
-                "{server}.{tool} failed: {}",
-                redactor.redact_clip(&text, MAX_ERROR_TEXT)
-            ),
-        )
-        .suggest("the downstream tool reported this error; check the arguments against manifest.tool(...)"));
+            ForgeError {
+                message: format!(
+                    "{}the tool reported an error without a message",
+                    failed.message
+                ),
+                ..failed
+            }
+        });
     }
     if let Some(structured) = result.remove("structuredContent") {
         return Ok(structured);
@@ -319,26 +251,20 @@ mod tests {
     #[test]
     fn structured_content_wins() {
         let r = json!({"content": [{"type": "text", "text": "ignored"}], "structuredContent": {"a": 1}});
-        assert_eq!(call_result(&Native, "s", "t", r).unwrap(), json!({"a": 1}));
+        assert_eq!(call_result("s", "t", r).unwrap(), json!({"a": 1}));
     }
 
     #[test]
     fn text_parses_as_json_when_it_is_json() {
         let one = |t: &str| {
-            call_result(
-                &Native,
-                "s",
-                "t",
-                json!({"content": [{"type": "text", "text": t}]}),
-            )
-            .unwrap()
+            call_result("s", "t", json!({"content": [{"type": "text", "text": t}]})).unwrap()
         };
         assert_eq!(one("{\"x\": [1, 2]}"), json!({"x": [1, 2]}));
         assert_eq!(one("42"), json!(42));
         assert_eq!(one("Echo: hello"), json!("Echo: hello"));
         assert_eq!(one("[not json"), json!("[not json"));
         assert_eq!(
-            call_result(&Native, "s", "t", json!({"content": []})).unwrap(),
+            call_result("s", "t", json!({"content": []})).unwrap(),
             Value::Null
         );
     }
@@ -352,7 +278,7 @@ mod tests {
             {"type": "resource", "resource": {"uri": "test://1", "mimeType": "application/json", "text": "{\"k\":1}"}},
             {"type": "resource_link", "uri": "test://2", "name": "two"}
         ]});
-        let v = call_result(&Native, "s", "t", r).unwrap();
+        let v = call_result("s", "t", r).unwrap();
         assert_eq!(v[0], json!("a"));
         assert_eq!(
             v[1],
@@ -369,7 +295,7 @@ mod tests {
     #[test]
     fn is_error_becomes_a_tool_error() {
         let r = json!({"isError": true, "content": [{"type": "text", "text": "repo not found"}]});
-        let e = call_result(&Native, "github", "get", r).unwrap_err();
+        let e = call_result("github", "get", r).unwrap_err();
         assert_eq!(e.code, "TOOL_ERROR");
         assert!(
             e.message.contains("github.get failed: repo not found"),
@@ -395,7 +321,6 @@ mod tests {
         );
         let big = "A".repeat(MAX_BINARY_DATA + 4);
         let image = call_result(
-            &Native,
             "s",
             "t",
             json!({"content": [{"type": "image", "data": big, "mimeType": "image/png"}]}),

@@ -20,6 +20,14 @@ pub struct ForgeError {
     pub retryable: bool,
     /// What to do instead, when known.
     pub suggestion: Option<String>,
+    /// A server's own structured words (a JSON-RPC error's `data`, a
+    /// structured error result), quoted after `message` where the error
+    /// crosses a boundary ([`crate::shown`]): kept as JSON until then, so
+    /// the crossing masks a sensitive field's value whatever its depth and
+    /// type. Never serialized: what leaves has it in `message`. Boxed: most
+    /// failures quote nothing, and every `Result` carrying one stays small.
+    #[serde(skip)]
+    pub quoted: Option<Box<serde_json::Value>>,
 }
 
 impl ForgeError {
@@ -32,7 +40,15 @@ impl ForgeError {
             code,
             message: message.into(),
             suggestion: None,
+            quoted: None,
         }
+    }
+
+    /// Quotes a server's structured words after the message (see
+    /// [`ForgeError::quoted`]).
+    pub fn quote(mut self, words: serde_json::Value) -> Self {
+        self.quoted = Some(Box::new(words));
+        self
     }
 
     /// Adds a suggestion.

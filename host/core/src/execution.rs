@@ -153,24 +153,6 @@ impl ExecutionError {
     pub fn retryable(&self) -> bool {
         self.kind.retryable() || self.forge.as_ref().is_some_and(|f| f.retryable)
     }
-
-    /// The error as it may leave the gateway: its messages redacted (see
-    /// [`quickforge_filters::redact`]) and, when that removed anything, its stack
-    /// dropped entirely, since frames of the same text would repeat it.
-    pub fn redacted(mut self) -> Self {
-        let message = quickforge_filters::redact::redact(&self.message);
-        let mut changed = message.changed;
-        self.message = message.text;
-        if let Some(f) = &mut self.forge {
-            let m = quickforge_filters::redact::redact(&f.message);
-            changed |= m.changed;
-            f.message = m.text;
-        }
-        if changed {
-            self.stack = None;
-        }
-        self
-    }
 }
 
 /// Severity of a captured log line.

@@ -8,8 +8,9 @@
 //!   its deadline);
 //! - [`code`] — [`ErrorCode`], the one vocabulary of codes;
 //! - [`convert`] — a downstream result as a script sees it, and a
-//!   downstream JSON-RPC error as a `ForgeError`, redacted by the caller's
-//!   [`convert::Redactor`];
+//!   downstream JSON-RPC error as a `ForgeError`;
+//! - [`shown`] — redaction where a text leaves: towards the script, the
+//!   client and the audit log, once each, by a [`shown::Redactor`];
 //! - [`execution`] — what one execution is and ends in: [`Mode`],
 //!   [`Report`], [`ExecutionError`] and its [`ErrorKind`];
 //! - [`answer`] — a report as the MCP tool result its client reads, the
@@ -24,6 +25,7 @@ pub mod convert;
 pub mod error;
 pub mod execution;
 pub mod limits;
+pub mod shown;
 pub mod stash;
 
 pub use code::{Code, ErrorCode};

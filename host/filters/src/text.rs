@@ -1,5 +1,11 @@
-//! Cutting text to a byte limit on a character boundary, and the rule for
-//! stash keys (shared by the native gateway and the edge provider).
+//! Cutting text to a byte limit on a character boundary, the gateway's own
+//! type paths out of its error texts, and the rule for stash keys (shared by
+//! the native gateway and the edge provider).
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 /// Longest stash key, in bytes. Keys are names, not data.
 pub const MAX_STASH_KEY_LEN: usize = 256;
@@ -36,9 +42,91 @@ pub fn clip_more(text: &str, max: usize, more: usize) -> String {
     )
 }
 
+/// A Rust type path of three or more segments (`rmcp::transport::worker::
+/// WorkerTransport<…>`), with its generic arguments: what a library's error
+/// prints when it names a type (`std::any::type_name`).
+static TYPE_PATH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b[a-z_][a-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*::([A-Za-z_][A-Za-z0-9_]*)(?:<[^\s\]\)]*>)?")
+        .expect("a valid regex")
+});
+
+/// `text` with each Rust type path of three or more segments cut to its last
+/// segment, generic arguments dropped: an error of the gateway's libraries
+/// names their internal types (`Transport [rmcp::transport::worker::…]`),
+/// which tell a model nothing and an attacker the gateway's make
+/// (`ARCHITECTURE.md`, "Errors": internals are always removed). Two-segment
+/// paths (`std::fs`, `f64::EPSILON`) are kept: too often a word of the text.
+pub fn without_type_paths(text: &str) -> Cow<'_, str> {
+    TYPE_PATH.replace_all(text, |c: &regex::Captures<'_>| {
+        let whole = &c[0];
+        let path = whole.split('<').next().unwrap_or(whole);
+        if path.matches("::").count() >= 2 {
+            c[1].to_string()
+        } else {
+            whole.to_string()
+        }
+    })
+}
+
+/// How far back from its limit [`clip_between_words`] looks for a word's
+/// end, in bytes: longer than any credential shape (a PEM block is cut
+/// anyway, and the PEM rule takes a truncated one).
+const WORD_LOOKBACK: usize = 1024;
+
+/// [`clip`], but the cut falls after whitespace or JSON punctuation (`"`,
+/// `,`, `:`, `{`, `}`, `[`, `]`) when one lies in the last
+/// [`WORD_LOOKBACK`] bytes before `max`: a credential holds none of these,
+/// so the cut never leaves half of one for a redaction that runs after it
+/// (the gateway's log writer redacts every line it writes). For text that
+/// is cut *before* it is redacted; text redacted first needs no care.
+pub fn clip_between_words(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let end = text.floor_char_boundary(max);
+    let from = end.saturating_sub(WORD_LOOKBACK);
+    let cut = text.as_bytes()[from..end]
+        .iter()
+        .rposition(|b| b.is_ascii_whitespace() || b"\",:{}[]".contains(b))
+        .map_or(end, |i| from + i + 1);
+    format!("{}… [{} more bytes cut]", &text[..cut], text.len() - cut)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn type_paths_lose_their_crates_and_generics() {
+        let text = "Transport [rmcp::transport::worker::WorkerTransport<rmcp::transport::streamable_http_client::StreamableHttpClientWorker<reqwest::async_impl::client::Client>>] error: closed";
+        assert_eq!(
+            without_type_paths(text),
+            "Transport [WorkerTransport] error: closed"
+        );
+        for kept in [
+            "std::fs failed",
+            "f64::EPSILON",
+            "a::b",
+            "see https://x.dev/a::b",
+        ] {
+            assert_eq!(without_type_paths(kept), kept);
+        }
+    }
+
+    #[test]
+    fn a_cut_between_words_leaves_a_token_whole_or_out() {
+        let token = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+        let text = format!("{{\"a\":\"{}\",\"t\":\"{token}\"}}", "x".repeat(90));
+        let cut = clip_between_words(&text, 110);
+        assert!(!cut.contains("ghp_"), "{cut}");
+        assert!(
+            cut.ends_with(&format!("… [{} more bytes cut]", text.len() - 103)),
+            "{cut}"
+        );
+        assert_eq!(clip_between_words("short", 10), "short");
+        // no word end in reach: a plain cut
+        assert!(clip_between_words(&"y".repeat(3000), 2000).starts_with(&"y".repeat(2000)));
+    }
 
     #[test]
     fn stash_keys_are_short_plain_names() {

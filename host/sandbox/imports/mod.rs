@@ -43,15 +43,16 @@ quickforge_core::with_error_codes!(same_codes);
 
 impl From<ForgeError> for wit::ForgeError {
     fn from(e: ForgeError) -> Self {
-        // The one place a failure's text crosses into the script: redact it
-        // here, so no secret of a downstream error reaches the model, even
-        // through a value the script builds from the message.
+        // The one place a failure crosses into the script: redacted here, once
+        // (`quickforge_core::shown`), so no secret of a downstream error
+        // reaches the model, even through a value the script builds from it.
+        let e = quickforge_core::shown::to_script(e, &quickforge_core::shown::Native);
         wit::ForgeError {
             code: match e.code {
                 Code::Known(c) => wit::Code::Known(c.into()),
                 Code::Other(text) => wit::Code::Other(text),
             },
-            message: crate::redact::redact(&e.message).text,
+            message: e.message,
             retryable: e.retryable,
             suggestion: e.suggestion,
         }

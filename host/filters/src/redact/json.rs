@@ -26,6 +26,19 @@ pub fn redact_json(value: &mut Value) -> bool {
 /// redaction of its pre-initialized redactor component, so the rule set is never
 /// compiled per request.
 pub fn redact_json_with(value: &mut Value, redact_text: &dyn Fn(&str) -> Option<String>) -> bool {
+    redact_json_keeping(value, &[], redact_text)
+}
+
+/// [`redact_json_with`], except that a string under a field named in `keep` is
+/// left as it is: an identifier the reader must be able to use again (a
+/// resource's `uri`, its `mimeType`, a `name`), which `ARCHITECTURE.md`
+/// ("Errors") says is never rewritten. A sensitive field name still masks
+/// its value, and objects and arrays under a kept name are walked as usual.
+pub fn redact_json_keeping(
+    value: &mut Value,
+    keep: &[&str],
+    redact_text: &dyn Fn(&str) -> Option<String>,
+) -> bool {
     let mut changed = false;
     let mut stack: Vec<&mut Value> = vec![value];
     while let Some(v) = stack.pop() {
@@ -68,7 +81,11 @@ pub fn redact_json_with(value: &mut Value, redact_text: &dyn Fn(&str) -> Option<
                     }
                     changed = true;
                 }
-                stack.extend(map.values_mut());
+                stack.extend(
+                    map.iter_mut()
+                        .filter(|(k, v)| !(v.is_string() && keep.contains(&k.as_str())))
+                        .map(|(_, v)| v),
+                );
             }
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
         }

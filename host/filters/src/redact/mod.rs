@@ -139,7 +139,7 @@ mod rules;
 mod shapes;
 mod stack;
 
-pub use json::{redact_json, redact_json_with};
+pub use json::{redact_json, redact_json_keeping, redact_json_with};
 pub use names::is_sensitive_key;
 pub(crate) use names::key_words;
 pub use rules::{RuleStats, rule_stats};
@@ -224,13 +224,34 @@ pub(crate) static ALREADY_REDACTED_VALUE_RE: LazyLock<Regex> =
 /// (Rust's `regex` has no backtracking) or a single scan, so any input, however large or
 /// hostile, takes time proportional to its length, and no input makes it panic.
 pub fn redact(text: &str) -> Redacted {
+    redact_in(text, Scope::Everything)
+}
+
+/// Which of the rules a redaction applies: the one rule of `ARCHITECTURE.md`
+/// ("Errors") has two halves, and a boundary picks by where a text came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every rule: credentials, and the infrastructure a text from a server or
+    /// from the gateway itself can reveal (a URL past its host, an address, a
+    /// path, a stack trace).
+    Everything,
+    /// Credentials only (keys, tokens, JWTs, PEM blocks, sensitive `name=value`
+    /// pairs, a URL's password, cards, mnemonics): for strings a script itself
+    /// passed, quoted back to a person or to the script. The path or URL it
+    /// named is its own and is what a person must read to decide; a
+    /// credential in it is still not shown on.
+    Credentials,
+}
+
+/// [`redact`] with the rules of `scope`.
+pub fn redact_in(text: &str, scope: Scope) -> Redacted {
     let mut current: Cow<'_, str> = Cow::Borrowed(text);
     // A redaction can change the context of its neighbour (a URL glued to a UNC path
     // becomes a marker, and the path now starts after a delimiter), so the rules are
     // applied until nothing changes. Almost every text settles in one round (a second
     // round confirms it); the bound keeps the cost linear whatever happens.
     for _ in 0..4 {
-        match apply_rules(&current) {
+        match apply_rules(&current, scope) {
             Some(next) if next != current => current = Cow::Owned(next),
             _ => break,
         }
@@ -277,9 +298,9 @@ pub fn redact_clip(text: &str, max: usize) -> String {
 
 /// One round: the decoded lines, every rule, then base64 blobs and wrapped tokens;
 /// `None` when nothing changed.
-fn apply_rules(text: &str) -> Option<String> {
-    let decoded = normalize::redact_encoded_lines(text);
-    let current = then(decoded, base_rules);
+fn apply_rules(text: &str, scope: Scope) -> Option<String> {
+    let decoded = normalize::redact_encoded_lines(text, scope);
+    let current = then(decoded, |t| base_rules(t, scope));
     let current = then(current, normalize::redact_base64_blobs);
     let current = then(current, normalize::redact_wrapped_tokens);
     match current {
@@ -290,35 +311,66 @@ fn apply_rules(text: &str) -> Option<String> {
 
 /// One round of every rule on the text as it is, in order (no decoded views: those
 /// call this on what they decoded, so decoding never recurses).
-pub(crate) fn base_rules(text: &str) -> Cow<'_, str> {
-    let passes: [fn(&str) -> Cow<'_, str>; 20] = [
-        redact_pem,
-        collapse_stacks,
-        redact_mnemonics,
-        redact_jwts,
-        redact_urls,
-        redact_authorization,
-        redact_bearer,
-        redact_basic,
-        redact_line_kv,
-        redact_bare_name_kv,
-        redact_quoted_kv,
-        redact_escaped_kv,
-        redact_eq_kv,
-        rules::redact_keys,
-        redact_ipv6,
-        redact_ipv4,
-        redact_windows_paths,
-        redact_unix_paths,
-        redact_aws_secrets,
-        redact_hex_and_cards,
-    ];
+pub(crate) fn base_rules(text: &str, scope: Scope) -> Cow<'_, str> {
     let mut current: Cow<'_, str> = Cow::Borrowed(text);
-    for pass in passes {
-        current = then(current, pass);
+    for (pass, runs) in PASSES {
+        if runs.get(scope) {
+            current = then(current, pass);
+        }
     }
     current
 }
+
+/// Which scopes a pass of [`PASSES`] runs in.
+#[derive(Clone, Copy)]
+enum Runs {
+    /// Both: a credential's shape.
+    Always,
+    /// [`Scope::Everything`] only: infrastructure (stacks, URL paths,
+    /// addresses, paths).
+    Everything,
+    /// [`Scope::Credentials`] only: a URL's password, which the URL rule
+    /// takes with everything past the host in the other scope.
+    Credentials,
+}
+
+impl Runs {
+    fn get(self, scope: Scope) -> bool {
+        match self {
+            Runs::Always => true,
+            Runs::Everything => scope == Scope::Everything,
+            Runs::Credentials => scope == Scope::Credentials,
+        }
+    }
+}
+
+/// One rule pass over a text.
+type Pass = for<'a> fn(&'a str) -> Cow<'a, str>;
+
+/// The rules in their order (see [`redact`]), each with the scopes it runs in.
+const PASSES: [(Pass, Runs); 21] = [
+    (redact_pem, Runs::Always),
+    (collapse_stacks, Runs::Everything),
+    (redact_mnemonics, Runs::Always),
+    (redact_jwts, Runs::Always),
+    (redact_urls, Runs::Everything),
+    (shapes::redact_url_passwords, Runs::Credentials),
+    (redact_authorization, Runs::Always),
+    (redact_bearer, Runs::Always),
+    (redact_basic, Runs::Always),
+    (redact_line_kv, Runs::Always),
+    (redact_bare_name_kv, Runs::Always),
+    (redact_quoted_kv, Runs::Always),
+    (redact_escaped_kv, Runs::Always),
+    (redact_eq_kv, Runs::Always),
+    (rules::redact_keys, Runs::Always),
+    (redact_ipv6, Runs::Everything),
+    (redact_ipv4, Runs::Everything),
+    (redact_windows_paths, Runs::Everything),
+    (redact_unix_paths, Runs::Everything),
+    (redact_aws_secrets, Runs::Always),
+    (redact_hex_and_cards, Runs::Always),
+];
 
 /// Replaces each byte range (sorted, disjoint) of `text` with `marker`.
 pub(crate) fn replace_ranges<'t>(

@@ -22,7 +22,7 @@
 //! character per line) are not undone.
 
 use super::{
-    MARK_BASE64, MARK_KEY, base_rules, re, replace_matches, replace_ranges, rules, shapes,
+    MARK_BASE64, MARK_KEY, Scope, base_rules, re, replace_matches, replace_ranges, rules, shapes,
 };
 use base64::Engine as _;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
@@ -112,7 +112,7 @@ fn decode_line(line: &str) -> Option<String> {
 
 /// Each line that holds an encoding, decoded and redacted when that finds more than
 /// the line as it is (see the module doc).
-pub(crate) fn redact_encoded_lines(text: &str) -> Cow<'_, str> {
+pub(crate) fn redact_encoded_lines(text: &str, scope: Scope) -> Cow<'_, str> {
     if !ENCODED_RE.is_match(text) {
         return Cow::Borrowed(text);
     }
@@ -125,8 +125,8 @@ pub(crate) fn redact_encoded_lines(text: &str) -> Cow<'_, str> {
             .then(|| decode_line(body))
             .flatten();
         if let Some(decoded) = decoded {
-            let plain = base_rules(body);
-            let seen = base_rules(&decoded);
+            let plain = base_rules(body, scope);
+            let seen = base_rules(&decoded, scope);
             if markers(&seen) > markers(&plain) {
                 out.push_str(&seen);
                 out.push_str(&line[body.len()..]);
@@ -153,7 +153,7 @@ pub(crate) fn redact_base64_blobs(text: &str) -> Cow<'_, str> {
         let printable = decoded
             .chars()
             .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'));
-        if !printable || secret_markers(&base_rules(decoded)) == 0 {
+        if !printable || secret_markers(&base_rules(decoded, Scope::Everything)) == 0 {
             return None;
         }
         Some(format!("{}{MARK_BASE64}", &text[m.start()..blob.start()]))

@@ -4,8 +4,8 @@
 
 use super::names::is_bip39_word;
 use super::{
-    MARK_CARD, MARK_HEX, MARK_IP, MARK_JWT, MARK_KEY, MARK_MNEMONIC, MARK_PATH, MARK_PEM, MARK_URL,
-    char_after, char_before, re, replace_matches, then,
+    MARK_CARD, MARK_HEX, MARK_IP, MARK_JWT, MARK_KEY, MARK_MNEMONIC, MARK_NAMED, MARK_PATH,
+    MARK_PEM, MARK_URL, char_after, char_before, re, replace_matches, then,
 };
 use aho_corasick::AhoCorasick;
 use regex::{Captures, Regex};
@@ -233,6 +233,26 @@ pub(crate) fn redact_urls(text: &str) -> Cow<'_, str> {
             return (host == MARK_IP).then(|| format!("{scheme}://{host}{after}{trailing}"));
         }
         Some(format!("{scheme}://{host}/{MARK_URL}{trailing}"))
+    })
+}
+
+/// A URL's password (`scheme://user:password@host`) as `[REDACTED]`, the rest of the
+/// URL as written: [`super::Scope::Credentials`]' URL rule.
+pub(crate) fn redact_url_passwords(text: &str) -> Cow<'_, str> {
+    if !text.contains("://") {
+        return Cow::Borrowed(text);
+    }
+    replace_matches(&URL_RE, text, false, |_, caps| {
+        let m = caps.get(0)?.as_str();
+        let (scheme, rest) = m.split_once("://")?;
+        let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+        let (userinfo, _) = authority.rsplit_once('@')?;
+        let (user, password) = userinfo.split_once(':')?;
+        if password.is_empty() || password == MARK_NAMED {
+            return None;
+        }
+        let after = &rest[userinfo.len()..];
+        Some(format!("{scheme}://{user}:{MARK_NAMED}{after}"))
     })
 }
 

@@ -29,6 +29,7 @@ mod tests;
 mod text;
 
 pub use schema::{clean_schema, clean_schema_with};
+pub use text::reveal;
 
 /// Longest tool name, characters: the MCP specification's limit (1 to 128).
 pub const MAX_TOOL_NAME: usize = 128;

@@ -95,6 +95,24 @@ pub(super) fn strip(text: &str, found: &mut Findings) -> String {
     settle_joiners(&out, found)
 }
 
+/// `text` with every character a reader would not see, or that would turn
+/// what follows around, written as `<U+XXXX>`: controls (but `\n` and `\t`),
+/// other line ends, and the [`hidden`] set, joiners and selectors included.
+/// For text a person must judge as it is (an approval's arguments), where
+/// removing a character would show them something other than what the tool
+/// will receive.
+pub fn reveal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '\n' | '\t') || !(c.is_control() || line_end(c) || hidden(c)) {
+            out.push(c);
+        } else {
+            out.push_str(&format!("<U+{:04X}>", u32::from(c)));
+        }
+    }
+    out
+}
+
 /// A visible character other than ASCII: what a joiner may stand beside.
 fn visible_wide(c: char) -> bool {
     !c.is_ascii() && !c.is_whitespace() && !c.is_control() && !hidden(c)
