@@ -7,10 +7,9 @@ use serde_json::{Map, Value};
 use super::Mode;
 use crate::error::{ErrorCode, ForgeError};
 
-/// Longest server name, tool name or resource URI accepted from a script, in
-/// bytes. Names are short identifiers; a URI is an address, not a payload.
-/// Checked before anything is formatted into a message or sent downstream.
-pub const MAX_NAME_LEN: usize = 4096;
+/// Longest server name, tool name or resource URI accepted from a script,
+/// in bytes: the limit both gateways share (see its reason there).
+pub use quickforge_core::limits::MAX_NAME_LEN;
 
 /// Refuses `api` (e.g. `forge.callTool`) in search mode.
 pub fn mode(mode: Mode, api: &str) -> Result<(), ForgeError> {

@@ -237,6 +237,70 @@ async fn an_oversized_search_query_is_refused_with_the_limit() {
     assert!(ok_value(&r).as_u64().is_some());
 }
 
+/// Reproduces: a 26 MB name passed to `manifest.tool` kept the host busy
+/// 22 s past a 5 s limit (a did-you-mean folded and compared it with every
+/// tool). Every import that takes a script's string is tried with one that
+/// large: each refuses it at once with the size and the limit (the stash,
+/// with its key rule), the log line and the progress message are dropped or
+/// cut, the run ends well inside its limit, and the gateway still serves.
+#[tokio::test]
+async fn a_huge_name_is_refused_at_every_import_before_any_work() {
+    let (_child, [a, b, _]) = gateway("hostwork-huge-name").await;
+    let started = Instant::now();
+    let r = execute(
+        &a,
+        r#"async () => {
+            const big = "n".repeat(26000000);
+            const tries = {
+                "manifest.tool server": () => manifest.tool(big, "echo"),
+                "manifest.tool name": () => manifest.tool("fx", big),
+                "manifest.search": () => manifest.search(big),
+                "forge.callTool server": () => forge.callTool(big, "echo", {}),
+                "forge.callTool tool": () => forge.callTool("fx", big, {}),
+                "forge.readResource server": () => forge.readResource(big, "fixture://a"),
+                "forge.readResource uri": () => forge.readResource("fx", big),
+                "forge.stash.put": () => forge.stash.put(big, 1),
+                "forge.stash.get": () => forge.stash.get(big),
+                "forge.stash.delete": () => forge.stash.delete(big),
+            };
+            const out = {};
+            for (const [what, f] of Object.entries(tries)) {
+                try { await f(); out[what] = "no error"; }
+                catch (e) { out[what] = [e.code, e.message.slice(0, 200)]; }
+            }
+            console.log(big);
+            forge.progress(1, 2, big);
+            return out;
+        }"#,
+    )
+    .await;
+    let took = started.elapsed();
+    let out = ok_value(&r);
+    assert!(
+        took < LIMIT,
+        "the run took {took:?}, its limit is {LIMIT:?}"
+    );
+    let tries = out.as_object().expect("an object of outcomes");
+    assert_eq!(tries.len(), 10, "{out:#}");
+    for (what, outcome) in tries {
+        let code = outcome[0].as_str().unwrap_or_default();
+        let message = outcome[1].as_str().unwrap_or_default();
+        if what.starts_with("forge.stash") {
+            assert_eq!(code, "INVALID_STASH_KEY", "{what}: {outcome}");
+        } else {
+            assert_eq!(code, "INVALID_ARGUMENT", "{what}: {outcome}");
+            assert!(
+                message.contains("26000000 bytes") && message.contains("-byte limit"),
+                "{what}: {message}"
+            );
+        }
+    }
+    let r = tokio::time::timeout(CALL_BOUND, execute(&b, "async () => 1"))
+        .await
+        .expect("the gateway still serves");
+    assert_eq!(ok_value(&r), 1);
+}
+
 /// Reproduces: the pathological pattern was found per call, and its failure
 /// ("Max limit for backtracking count exceeded") blamed the script's
 /// arguments. Now it is found when the manifest is loaded: the tool's

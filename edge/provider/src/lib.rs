@@ -75,6 +75,13 @@ fn with<T>(f: impl FnOnce(&mut Run) -> T) -> T {
 
 struct Provider;
 
+/// A name or URI a script passed, held to the shared size bound before
+/// anything looks it up, folds it or quotes it (as natively, see
+/// `quickforge_core::limits::name`).
+fn bounded(api: &str, what: &str, value: &str) -> Result<(), Wit> {
+    quickforge_core::limits::name(api, what, value).map_err(Wit::from)
+}
+
 impl calls::Guest for Provider {
     fn next_completion() -> Option<calls::Completion> {
         with(Run::next_completion)
@@ -89,6 +96,8 @@ impl calls::Guest for Provider {
 
 impl tools::Guest for Provider {
     fn start_call(server: String, tool: String, args_json: String) -> Result<u32, Wit> {
+        bounded("forge.callTool", "server name", &server)?;
+        bounded("forge.callTool", "tool name", &tool)?;
         with(|r| {
             r.require_execute("forge.callTool")?;
             if args_json.len() > r.config.max_args {
@@ -148,6 +157,8 @@ impl tools::Guest for Provider {
 
 impl resources::Guest for Provider {
     fn start_read(server: String, uri: String) -> Result<u32, Wit> {
+        bounded("forge.readResource", "server name", &server)?;
+        bounded("forge.readResource", "resource URI", &uri)?;
         with(|r| r.start(&server, &uri, "resources/read", json!({"uri": uri})))
     }
 }
@@ -196,6 +207,8 @@ impl manifest::Guest for Provider {
         })
     }
     fn tool(server: String, name: String) -> Result<String, Wit> {
+        bounded("manifest.tool", "server name", &server)?;
+        bounded("manifest.tool", "tool name", &name)?;
         with(|r| {
             r.catalog()
                 .tool(&server, &name)

@@ -14,11 +14,22 @@ pub const MIN_SIMILARITY: f64 = 0.8;
 /// to read at a glance.
 pub const MAX_SUGGESTIONS: usize = 3;
 
-/// Up to [`MAX_SUGGESTIONS`] candidates close to `wanted`, best first.
+/// Longest name, in bytes, worth a did-you-mean: twice MCP's 128-character
+/// tool name plus a server prefix. Ranking folds the name and compares it
+/// with every candidate (containment, Jaro-Winkler), work that grows with
+/// its length; a longer name is no near-miss of any real one, so it gets no
+/// suggestion and costs nothing, whoever calls.
+pub const MAX_WANTED: usize = 512;
+
+/// Up to [`MAX_SUGGESTIONS`] candidates close to `wanted`, best first; none
+/// when `wanted` is over [`MAX_WANTED`].
 pub fn suggestions<'a>(
     wanted: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Vec<&'a str> {
+    if wanted.len() > MAX_WANTED {
+        return Vec::new();
+    }
     let folded = fold(wanted);
     let mut scored: Vec<(f64, &str)> = candidates
         .into_iter()
@@ -135,6 +146,12 @@ mod tests {
             None
         );
         assert!(suggestions("x", TOOLS.iter().copied()).is_empty());
+    }
+
+    #[test]
+    fn an_oversized_name_gets_no_suggestion() {
+        let long = format!("create_issue{}", "x".repeat(MAX_WANTED));
+        assert!(suggestions(&long, TOOLS.iter().copied()).is_empty());
     }
 
     #[test]

@@ -1,6 +1,11 @@
 //! `manifest`: read-only queries, answered from the execution's manifest
 //! view as narrowed by its strict-group lock (see `call::view`).
 //!
+//! Every string a script passes is held to its size bound before any work
+//! on it (the query by `Query::parse`, names by
+//! [`quickforge_core::limits::name`]): looking a name up, folding it for a
+//! did-you-mean and quoting it in a message all grow with its length.
+//!
 //! All three are metered like every import. `search` is the one whose work
 //! grows with the manifest (every tool of every server is ranked), so after
 //! its query passes the bounds it runs on a blocking thread: the worker is
@@ -53,6 +58,12 @@ impl Host for ExecutionState {
         server: String,
         name: String,
     ) -> wasmtime::Result<Result<String, WitError>> {
+        use quickforge_core::limits::name as bounded;
+        if let Err(e) = bounded("manifest.tool", "server name", &server)
+            .and_then(|()| bounded("manifest.tool", "tool name", &name))
+        {
+            return Ok(Err(e.into()));
+        }
         self.metered(|s| {
             s.pipeline
                 .manifest_tool(&server, &name)
