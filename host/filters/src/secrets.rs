@@ -33,7 +33,7 @@
 
 use std::ops::Range;
 
-use crate::redact::{is_sensitive_key, redact};
+use crate::redact::{entropy, is_sensitive_key, redact};
 
 /// A credential inside a value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -245,7 +245,7 @@ fn high_entropy(s: &str) -> bool {
     if digits == 0 || upper + lower == 0 {
         return false;
     }
-    let bits = entropy(s);
+    let bits = entropy(s.as_bytes());
     let hex = s.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') && (upper == 0 || lower == 0);
     if hex {
         return n >= HEX_MIN_LEN && bits >= 3.0;
@@ -273,23 +273,6 @@ fn high_entropy(s: &str) -> bool {
     } else {
         n >= HEX_MIN_LEN && ratio >= 0.2
     }
-}
-
-/// Shannon entropy of `s`'s bytes, in bits per byte.
-fn entropy(s: &str) -> f64 {
-    let mut counts = [0usize; 256];
-    for b in s.bytes() {
-        counts[usize::from(b)] += 1;
-    }
-    let n = s.len() as f64;
-    counts
-        .iter()
-        .filter(|&&c| c > 0)
-        .map(|&c| {
-            let p = c as f64 / n;
-            -p * p.log2()
-        })
-        .sum()
 }
 
 /// The credentials in one value standing on its own (an argument, an

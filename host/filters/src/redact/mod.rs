@@ -142,6 +142,7 @@ mod stack;
 pub use json::{redact_json, redact_json_keeping, redact_json_with};
 pub use names::is_sensitive_key;
 pub(crate) use names::key_words;
+pub(crate) use rules::entropy;
 pub use rules::{RuleStats, rule_stats};
 
 use regex::{Captures, Regex};

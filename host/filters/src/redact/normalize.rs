@@ -13,12 +13,13 @@
 //! * [`redact_base64_blobs`]: a base64 blob of 20+ characters that decodes to text in
 //!   which a rule finds a secret becomes `[REDACTED:base64]`.
 //! * [`redact_wrapped_tokens`]: token-like chunks (with a digit, an inner capital or an
-//!   `_`) separated by a line break or one or two spaces are joined, and a credential
-//!   the rule set finds across a join is replaced, separators included.
+//!   `_`) separated by a line break or one or two spaces are joined, also with one
+//!   chunk of any shape across a line break on either side, and a credential the rule
+//!   set finds across a join is replaced, separators included.
 //!
 //! Residuals: an encoding applied twice on one line is undone over the rounds of
 //! [`super::redact`] (four at most); a token split into all-lowercase groups is not
-//! joined (prose would be); encodings other than these (hex of a token, ROT13, one
+//! joined, beyond one group at either end of a line (prose would be); encodings other than these (hex of a token, ROT13, one
 //! character per line) are not undone.
 
 use super::{
@@ -46,13 +47,23 @@ static UNICODE_ESCAPES_RE: LazyLock<Regex> = LazyLock::new(|| re(r"(?:\\u[0-9A-F
 static BASE64_RE: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?:^|[^A-Za-z0-9+/=_-])([A-Za-z0-9+/_-]{20,}={0,2})"));
 
-/// Runs of chunks separated by a line break (also an escaped `\n`), or one or two
-/// spaces: the candidates for a wrapped or grouped token.
+/// Runs of chunks separated by a line break (`\n`, `\r\n` or `\r`, also escaped as in
+/// JSON), or one or two spaces: the candidates for a wrapped or grouped token. A
+/// chunk may be one character long (the last of a token wrapped at a fixed width).
 static CHUNKS_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"[A-Za-z0-9_+/=.:-]{2,}(?:(?:[ \t]*(?:\r?\n|\\n)[ \t]*|[ \t]{1,2})[A-Za-z0-9_+/=.:-]{2,})+")
+    re(&format!(
+        "{CHUNK}(?:(?:{SEPARATOR}){CHUNK})+",
+        CHUNK = r"[A-Za-z0-9_+/=.:-]+",
+        SEPARATOR = SEPARATOR
+    ))
 });
 
-static CHUNK_RE: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Za-z0-9_+/=.:-]{2,}"));
+/// What separates two chunks of a run: a line break with the spaces around it, or one
+/// or two spaces. Chunks hold no space and no backslash, so within a run of
+/// [`CHUNKS_RE`] every match of this is a separator, and the rest are the chunks.
+const SEPARATOR: &str = r"[ \t]*(?:\r\n|\r|\n|\\r\\n|\\r|\\n)[ \t]*|[ \t]{1,2}";
+
+static SEPARATOR_RE: LazyLock<Regex> = LazyLock::new(|| re(SEPARATOR));
 
 /// Base64 as servers write it: either alphabet (`+/` or `-_`), padding or not.
 const LENIENT: GeneralPurposeConfig = GeneralPurposeConfig::new()
@@ -169,24 +180,60 @@ fn token_like(chunk: &str) -> bool {
             .any(|(i, c)| c.is_ascii_digit() || c == '_' || (i > 0 && c.is_ascii_uppercase()))
 }
 
+/// Whether the text between two chunks holds a line break, real or escaped.
+fn breaks_line(between: &str) -> bool {
+    between.contains(['\n', '\r']) || between.contains("\\n") || between.contains("\\r")
+}
+
 /// Credentials wrapped over lines or split into groups (see the module doc). All
 /// groups of the text are joined into one view (a line break between groups, which
 /// no credential spans), so the rule set runs once per text, not once per group.
+///
+/// A group is a run of token-like chunks; and where a line break separates such a run
+/// from a chunk that is not token-like, the run with that chunk is a group too (a
+/// wrapped token's tail can be one character or all lowercase, its head can be cut
+/// before the `_`). Both are kept, since a rule that wants a terminator after the token
+/// fails on the longer one. Each chunk is in at most three groups: the view stays
+/// linear in the text.
 pub(crate) fn redact_wrapped_tokens(text: &str) -> Cow<'_, str> {
     let mut joined = String::new();
     // (offset in joined, offset in text) at the start of each chunk
     let mut starts: Vec<(usize, usize)> = Vec::new();
     for run in CHUNKS_RE.find_iter(text) {
-        let chunks: Vec<(usize, &str)> = CHUNK_RE
-            .find_iter(run.as_str())
-            .map(|c| (run.start() + c.start(), c.as_str()))
-            .collect();
-        for group in chunks.split(|(_, c)| !token_like(c)) {
-            if group.len() < 2 {
+        // (offset in text, chunk): the pieces between the separators
+        let mut chunks: Vec<(usize, &str)> = Vec::new();
+        let mut at = 0;
+        for sep in SEPARATOR_RE.find_iter(run.as_str()) {
+            chunks.push((run.start() + at, &run.as_str()[at..sep.start()]));
+            at = sep.end();
+        }
+        chunks.push((run.start() + at, &run.as_str()[at..]));
+        let broken = |i: usize| {
+            let (before, previous) = chunks[i - 1];
+            breaks_line(&text[before + previous.len()..chunks[i].0])
+        };
+        let mut groups: Vec<Range<usize>> = Vec::new();
+        let mut i = 0;
+        while i < chunks.len() {
+            if !token_like(chunks[i].1) {
+                i += 1;
                 continue;
             }
-            for (at, chunk) in group {
-                starts.push((joined.len(), *at));
+            let first = i;
+            while i < chunks.len() && token_like(chunks[i].1) {
+                i += 1;
+            }
+            groups.push(first..i);
+            if i < chunks.len() && broken(i) {
+                groups.push(first..i + 1);
+            }
+            if first > 0 && broken(first) {
+                groups.push(first - 1..i);
+            }
+        }
+        for group in groups.into_iter().filter(|g| g.len() >= 2) {
+            for &(at, chunk) in &chunks[group] {
+                starts.push((joined.len(), at));
                 joined.push_str(chunk);
             }
             joined.push('\n');

@@ -245,8 +245,9 @@ fn compile() -> RuleSetInner {
     }
 }
 
-/// Shannon entropy of `s` in bits per byte, as gitleaks computes it for `entropy`.
-fn entropy(s: &[u8]) -> f64 {
+/// Shannon entropy of `s` in bits per byte, as gitleaks computes it for `entropy`;
+/// also the randomness test of [`crate::secrets`]' shape judge.
+pub(crate) fn entropy(s: &[u8]) -> f64 {
     let mut counts = [0u32; 256];
     for &b in s {
         counts[usize::from(b)] += 1;
