@@ -1,6 +1,8 @@
 //! A server's manifest entry, built from what it listed: tools with safe
 //! names (the rest dropped and logged), sorted and deduplicated, those its
-//! tool policy refuses set aside with the reason; resources sorted; its
+//! tool policy refuses set aside with the reason; prompts, resources and
+//! templates cleaned or dropped as [`super::metadata`] says, resources
+//! sorted; its
 //! description from the config or, failing that, a clean summary of the
 //! instructions it sent at initialize.
 
@@ -9,7 +11,7 @@ use std::sync::Arc;
 
 use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
 
-use super::{ResourceEntry, ServerEntry, ServerStatus, ToolEntry};
+use super::{ResourceEntry, ServerEntry, ServerStatus, ToolEntry, metadata};
 use crate::policy::Verdict;
 
 /// What a server listed.
@@ -23,18 +25,6 @@ pub struct Listed {
     pub templates: Vec<ResourceTemplate>,
     /// `prompts/list`.
     pub prompts: Vec<Prompt>,
-}
-
-/// Longest description of a prompt, a prompt argument or a resource
-/// template kept for the surface, in characters: as for a tool's.
-const MAX_SURFACE_DESCRIPTION: usize = super::sanitize::MAX_DESCRIPTION;
-
-/// `text` cleaned like a tool's description (instruction-like text, hidden
-/// characters, length).
-fn clean(text: &mut Option<String>) {
-    if let Some(t) = text.as_mut() {
-        *t = super::sanitize::clean_text(t, MAX_SURFACE_DESCRIPTION).text;
-    }
 }
 
 /// Who a listing is from: the server's name, the description forge.toml
@@ -54,21 +44,20 @@ pub fn entry(config: Source<'_>, instructions: Option<&str>, listed: Listed) -> 
     let Listed {
         tools,
         resources,
-        mut templates,
-        mut prompts,
+        templates,
+        prompts,
     } = listed;
     let (tools, resources) = (&tools[..], &resources[..]);
-    for p in &mut prompts {
-        clean(&mut p.description);
-        for a in p.arguments.iter_mut().flatten() {
-            clean(&mut a.description);
-        }
-    }
+    let mut prompts: Vec<Prompt> = prompts
+        .into_iter()
+        .filter_map(|p| metadata::prompt(config.name, p))
+        .collect();
     prompts.sort_by(|a, b| a.name.cmp(&b.name));
     prompts.dedup_by(|a, b| a.name == b.name);
-    for t in &mut templates {
-        clean(&mut t.description);
-    }
+    let templates: Vec<ResourceTemplate> = templates
+        .into_iter()
+        .filter_map(|t| metadata::template(config.name, t))
+        .collect();
     let mut tools: Vec<Arc<ToolEntry>> = tools
         .iter()
         .filter_map(|t| serde_json::to_value(t).ok())
@@ -106,7 +95,7 @@ pub fn entry(config: Source<'_>, instructions: Option<&str>, listed: Listed) -> 
     let mut resources: Vec<ResourceEntry> = resources
         .iter()
         .filter_map(|r| serde_json::to_value(r).ok())
-        .filter_map(|r| ResourceEntry::from_json(&r))
+        .filter_map(|r| metadata::resource(config.name, &r))
         .collect();
     resources.sort_by(|a, b| a.uri.cmp(&b.uri));
     let description = config.description.map(str::to_owned).or_else(|| {

@@ -8,6 +8,7 @@
 
 pub mod direct;
 pub mod listing;
+mod metadata;
 pub use quickforge_filters::sanitize;
 mod search;
 
@@ -73,26 +74,6 @@ pub struct ResourceEntry {
     pub mime_type: Option<String>,
 }
 
-impl ResourceEntry {
-    /// A resource from its `resources/list` JSON.
-    pub fn from_json(resource: &Value) -> Option<ResourceEntry> {
-        // Resource text reaches the model too: cleaned and bounded like a
-        // tool's (a URI is an address, so only bounded and stripped).
-        let text = |k: &str| {
-            resource
-                .get(k)
-                .and_then(Value::as_str)
-                .map(|t| sanitize::clean_text(t, sanitize::MAX_SHORT_TEXT).text)
-        };
-        Some(ResourceEntry {
-            uri: text("uri")?,
-            name: text("name").unwrap_or_default(),
-            description: text("description"),
-            mime_type: text("mimeType"),
-        })
-    }
-}
-
 /// One server's entry.
 #[derive(Debug)]
 pub struct ServerEntry {
@@ -112,10 +93,12 @@ pub struct ServerEntry {
     /// Tools its policy lets through only with the person's approval, by
     /// name, with the reason (`allow_destructive = "ask"`, `confirm`).
     pub confirm: std::collections::BTreeMap<String, String>,
-    /// Its prompts, as it listed them (descriptions cleaned), for
+    /// Its prompts, as it listed them (text cleaned, those with names that
+    /// cannot be shown unchanged dropped: see [`metadata`]), for
     /// quickforge's own `prompts/list`.
     pub prompts: Vec<rmcp::model::Prompt>,
-    /// Its resource templates, as it listed them (descriptions cleaned).
+    /// Its resource templates, as it listed them (text cleaned, those with
+    /// URI templates that cannot be shown unchanged dropped).
     pub templates: Vec<rmcp::model::ResourceTemplate>,
 }
 

@@ -140,3 +140,99 @@ async fn every_string_a_model_reads_is_cleaned_and_warned_about() {
         .await;
     assert_eq!(e["forge"]["code"], "INVALID_ARGUMENTS", "{e:#}");
 }
+
+/// Issue 38, item 4: prompt names, titles and argument titles, resource and
+/// template names and titles, URI templates and MIME types reached the
+/// model and the person (`manifest.servers`, `prompts/list`,
+/// `resources/list`, `resources/templates/list`) with chat-template
+/// markers, escapes, bidi overrides and tag characters. Text is cleaned;
+/// an identifier a client passes back that cleaning would change drops its
+/// entry (a MIME type, only itself); what is kept still routes.
+#[tokio::test]
+async fn prompts_resources_and_templates_are_cleaned_and_identifiers_kept_or_dropped() {
+    let dir = scratch("hostile-surface-metadata");
+    let s = connect(&write_config(&dir, &fixture("shady", &["--hostile"]))).await;
+    let servers = s
+        .execute_when_ready(
+            CALL_BOUND,
+            r#"async () => {
+                const shady = manifest.servers.find(s => s.name === "shady");
+                if (!shady || shady.status !== "ready") throw new Error("not ready");
+                const read = await forge.readResource("shady", "fixture://report");
+                return { resources: shady.resources, templates: shady.templates, read };
+            }"#,
+        )
+        .await;
+    let prompts = s.client.list_all_prompts().await.unwrap();
+    let resources = s.client.list_all_resources().await.unwrap();
+    let templates = s.client.list_all_resource_templates().await.unwrap();
+    let everything = serde_json::to_string(&(&servers, &prompts, &resources, &templates)).unwrap();
+    for never in NEVER
+        .iter()
+        .chain(&["<|im_start|>", "IGNORE ALL PREVIOUS", "<|im_end|>"])
+    {
+        assert!(!everything.contains(never), "{never:?} in {everything}");
+    }
+    assert!(
+        !everything.chars().any(|c| hidden(c) || c == '\u{200b}'),
+        "a hidden character in {everything:?}"
+    );
+
+    // Kept, with their identifiers as the server sent them.
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(
+        uris,
+        ["fixture://report", "fixture://typed"],
+        "{everything}"
+    );
+    let typed = resources
+        .iter()
+        .find(|r| r.uri == "fixture://typed")
+        .unwrap();
+    assert_eq!(
+        typed.mime_type, None,
+        "a hostile MIME type is dropped alone"
+    );
+    let report = resources
+        .iter()
+        .find(|r| r.uri == "fixture://report")
+        .unwrap();
+    assert_eq!(report.mime_type.as_deref(), Some("text/plain"));
+    let uri_templates: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
+    assert_eq!(uri_templates, ["fixture://items/{id}"], "{everything}");
+    let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["shady.review"], "{everything}");
+    let argument = &prompts[0].arguments.as_ref().unwrap()[0];
+    assert_eq!(
+        (argument.name.as_str(), argument.title.as_deref()),
+        ("code", Some("Code"))
+    );
+    assert_eq!(
+        servers["templates"][0]["uriTemplate"],
+        "fixture://items/{id}"
+    );
+    assert_eq!(
+        servers["resources"].as_array().map(Vec::len),
+        Some(2),
+        "{servers:#}"
+    );
+
+    // What is kept still routes: the resource read above, and the prompt.
+    assert!(
+        servers["read"]
+            .to_string()
+            .contains("read fixture://report"),
+        "{servers:#}"
+    );
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("code".into(), "x = 1".into());
+    let got = s
+        .client
+        .get_prompt(
+            rmcp::model::GetPromptRequestParams::new("shady.review").with_arguments(arguments),
+        )
+        .await
+        .unwrap();
+    let text = serde_json::to_string(&got.messages).unwrap();
+    assert!(text.contains("prompt review with"), "{text}");
+}

@@ -70,6 +70,15 @@ pub fn valid_tool_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
+/// Whether `text` may be shown as an identifier a client passes back (a
+/// resource URI, a URI template, a prompt or argument name, a MIME type):
+/// at most `max` bytes, and cleaning would leave it exactly as it is. Such
+/// a string is never rewritten (a rewritten URI names another resource, or
+/// none); one that fails is dropped by the caller, with a log line.
+pub fn clean_identifier(text: &str, max: usize) -> bool {
+    text.len() <= max && !clean_text(text, max).found.any()
+}
+
 /// What cleaning removed or changed, by class. Any of them makes the
 /// manifest show a `warning` on the tool ([`Findings::warning`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
