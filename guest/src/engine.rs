@@ -70,7 +70,8 @@ type CompilerIntrinsics = (intrinsic::Eval, intrinsic::RegExpCompiler);
 struct Engine {
     compiler: Context,
     sandbox: Context,
-    /// The object the prelude returned: `makeError`, `toPromise`, `isForgeError`.
+    /// The object the prelude returned: `makeError`, `toPromise`, `isForgeError`,
+    /// `promisePath`, `shield`.
     hooks: Persistent<Object<'static>>,
 }
 
@@ -122,6 +123,8 @@ impl Engine {
             let hooks: Object = prelude.call((host.clone(),)).map_err(describe)?;
             let make_error: Function = hooks.get("makeError").map_err(describe)?;
             apis::set_make_error(&ctx, make_error);
+            let shield: Function = hooks.get("shield").map_err(describe)?;
+            apis::set_shield(&ctx, shield);
             let web = load(&ctx, &web)
                 .map_err(describe)?
                 .into_function()

@@ -5,7 +5,13 @@
 // reach the WIT imports. `host` is never stored on the global object: only the
 // closures below can reach it. Every built-in this file relies on is captured
 // here, before any script runs, so a script that replaces `JSON.parse` or
-// `Map.prototype.get` changes nothing in this machinery.
+// `Map.prototype.get` changes nothing in this machinery. Nor does what a
+// script puts on a prototype: this file writes array elements and result
+// fields as own properties (`own`), never by assignment, which a setter on
+// `Array.prototype[0]` would catch; it locks `then`, `constructor` and
+// `Symbol.species` of `Promise`, which every `await` consults; and it shields
+// every value it resolves a promise with from a `then` a script put on
+// `Object.prototype` or `Array.prototype` (`shield`).
 //
 // The public shape of this API is documented in `host/forge.d.ts`.
 (function (host) {
@@ -17,6 +23,12 @@
   const ObjectDefineProperty = Object.defineProperty;
   const ObjectKeys = Object.keys;
   const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+  const ObjectGetPrototypeOf = Object.getPrototypeOf;
+  const ObjectProto = Object.prototype;
+  const ArrayProto = Array.prototype;
+  const WeakMapCtor = WeakMap;
+  const WeakMapHas = WeakMap.prototype.has;
+  const WeakMapSet = WeakMap.prototype.set;
   const ArrayIsArray = Array.isArray;
   const apply = Reflect.apply;
   const ProxyCtor = Proxy;
@@ -35,6 +47,36 @@
   const MathMin = Math.min;
   const MathMax = Math.max;
   const U32_MAX = 4294967295;
+
+  // `o[key] = value` as an own data property: an assignment would run a
+  // setter a script put on a prototype (`Array.prototype[0]`) instead.
+  const own = (o, key, value) => ObjectDefineProperty(o, key, { value, writable: true, enumerable: true, configurable: true });
+
+  // Whether resolving a promise with `v` (a plain object or array this file
+  // or the host made) would find a `then` on its prototypes, which a script
+  // put there: resolution would call it and take whatever it hands back.
+  // Only the intrinsic prototypes are read, by descriptor, so no script
+  // code runs; any other prototype (a script re-parented Array.prototype)
+  // counts as one.
+  function inheritsThen(v) {
+    for (let p = ObjectGetPrototypeOf(v); p !== null; p = ObjectGetPrototypeOf(p)) {
+      if (p !== ObjectProto && p !== ArrayProto) return true;
+      if (ObjectGetOwnPropertyDescriptor(p, "then") !== undefined) return true;
+    }
+    return false;
+  }
+
+  // `v`, which a promise of this machinery is about to resolve with, with an
+  // own, non-enumerable `then: undefined` when a prototype's `then` would
+  // otherwise be found: resolution then fulfills with `v` itself. Nothing is
+  // added unless a script put a `then` on a prototype; JSON and keys are
+  // unchanged either way.
+  function shield(v) {
+    if (v !== null && typeof v === "object" && ObjectGetOwnPropertyDescriptor(v, "then") === undefined && inheritsThen(v)) {
+      ObjectDefineProperty(v, "then", { value: undefined, writable: true, enumerable: false, configurable: true });
+    }
+    return v;
+  }
 
   // The codes the prelude reports itself, and every code quickforge
   // reports, from the list the host shares (the WIT enum error-code).
@@ -156,7 +198,7 @@
   // run unchanged.
   function settled(fn) {
     try {
-      return promiseResolve(fn());
+      return promiseResolve(shield(fn()));
     } catch (e) {
       return new PromiseCtor((_, reject) => reject(e));
     }
@@ -216,7 +258,9 @@
     if (!ArrayIsArray(calls)) {
       throw usage(`forge.parallel expects an array of functions, got ${describe(calls)}`, "forge.parallel([() => forge.callTool(...), ...])");
     }
-    const opts = options == null ? {} : options;
+    // No default object to read: a field a script put on Object.prototype
+    // (`failFast`, `concurrency`) must not become this call's option.
+    const opts = options == null ? ObjectCreate(null) : options;
     const ceiling = maxParallel();
     let concurrency = opts.concurrency === undefined ? MathMin(PARALLEL_DEFAULT, ceiling) : opts.concurrency;
     if (typeof concurrency !== "number" || !NumberIsFinite(concurrency) || concurrency < 1) {
@@ -226,7 +270,7 @@
     const failFast = !!opts.failFast;
     const n = calls.length;
     const results = [];
-    for (let i = 0; i < n; i++) results[i] = null;
+    for (let i = 0; i < n; i++) own(results, i, null);
     const errors = [];
     let next = 0;
     let aborted = false;
@@ -240,18 +284,18 @@
           if (typeof fn !== "function") {
             throw usage(`forge.parallel: item ${index} is not a function or { fn }`, null);
           }
-          results[index] = await fn();
+          own(results, index, await fn());
         } catch (e) {
           const p = plainError(e);
-          errors[errors.length] = { index, error: p.message, code: p.code, retryable: p.retryable, suggestion: p.suggestion };
+          own(errors, errors.length, { index, error: p.message, code: p.code, retryable: p.retryable, suggestion: p.suggestion });
           if (failFast) aborted = true;
         }
       }
     }
     const workers = [];
-    for (let i = 0; i < MathMin(concurrency, n); i++) workers[i] = worker();
+    for (let i = 0; i < MathMin(concurrency, n); i++) own(workers, i, worker());
     for (let i = 0; i < workers.length; i++) await workers[i];
-    return { results, errors, aborted };
+    return shield({ results, errors, aborted });
   }
 
   function plainError(e) {
@@ -366,7 +410,6 @@
   // has and `toJSON` (JSON.stringify's probe) read as usual, so `await`,
   // conversions and serialization are untouched; only a read that would
   // have given `undefined` throws.
-  const ObjectProto = Object.prototype;
   const TypeErrorCtor = TypeError;
   const ReflectGet = Reflect.get;
   Object.setPrototypeOf(
@@ -385,13 +428,13 @@
 
   // Where a result holds a Promise (`result.r`, `result.items[2]`), or null.
   function promisePath(value) {
-    const seen = new WeakMap();
+    const seen = new WeakMapCtor();
     let visited = 0;
     const walk = (v, path) => {
       if (v === null || typeof v !== "object" || visited++ > MAX_VISIT) return null;
       if (v instanceof PromiseCtor) return path;
-      if (seen.has(v)) return null;
-      seen.set(v, true);
+      if (apply(WeakMapHas, seen, [v])) return null;
+      apply(WeakMapSet, seen, [v, true]);
       // Data properties only: a getter runs when the result is encoded,
       // and must run exactly once.
       const array = ArrayIsArray(v);
@@ -428,11 +471,28 @@
   ObjectDefineProperty(ErrorCtor, "prepareStackTrace", { value: undefined, writable: false, enumerable: false, configurable: false });
   ObjectDefineProperty(Math, "random", { value: host.random, enumerable: false, writable: true, configurable: true });
 
+  // Every `await` of a promise reads its `constructor` (and, when that is not
+  // Promise, its `then`), and `then` reads `Symbol.species`: locked as they
+  // are, so that what `await forge.callTool(...)` yields, and what
+  // forge.parallel collects, is what the call resolved with. An assignment
+  // to them is ignored (a TypeError in strict code).
+  const PromiseProto = PromiseCtor.prototype;
+  const lock = (o, key) => {
+    const d = ObjectGetOwnPropertyDescriptor(o, key);
+    d.configurable = false;
+    if ("value" in d) d.writable = false;
+    ObjectDefineProperty(o, key, d);
+  };
+  lock(PromiseProto, "then");
+  lock(PromiseProto, "constructor");
+  lock(PromiseCtor, Symbol.species);
+
   // The guest's hooks: what its Rust half calls during a run.
   return ObjectFreeze({
     makeError: (code, message, retryable, suggestion) => new ForgeError(code, message, retryable, suggestion),
     toPromise: promiseResolve,
     isForgeError: (e) => e instanceof ForgeError,
     promisePath,
+    shield,
   });
 })

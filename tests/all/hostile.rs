@@ -170,3 +170,63 @@ async fn the_bypass_corpus_is_harmless_without_the_validator() {
     assert!(escaped.is_empty(), "escaped the sandbox: {escaped:#?}");
     assert!(crate::bypass_corpus::BYPASSES.len() >= 60);
 }
+
+/// Issue 38, item 11: a script that put a getter and setter on
+/// `Array.prototype[0]`, replaced `Promise.prototype.then` and
+/// `constructor`, made every object thenable (`Object.prototype.then`) and
+/// planted `failFast` on `Object.prototype` changed what `forge.parallel`
+/// collected and what `await forge.callTool(...)` yielded. Now the glue
+/// writes own properties, `Promise`'s lookups are locked, and every value a
+/// call resolves with is shielded: the answers are the same as unpolluted.
+/// (Options are passed as none: an options object the script passes is
+/// read as JS reads it, inherited fields included; see SECURITY.md.)
+#[tokio::test]
+async fn prototype_pollution_does_not_change_what_calls_and_parallel_return() {
+    let report = run(
+        Kind::Default,
+        r#"async () => {
+            const calls = () => [
+                () => forge.callTool("alpha", "fail"),
+                () => forge.callTool("alpha", "echo", { n: 1 }),
+                async () => forge.callTool("alpha", "echo", { n: 2 }),
+            ];
+            const clean = {
+                direct: await forge.callTool("alpha", "echo", { n: 0 }),
+                parallel: await forge.parallel(calls()),
+                stash: (await forge.stash.put("k", [1, 2]), await forge.stash.get("k")),
+            };
+            let hits = 0;
+            Object.defineProperty(Array.prototype, 0, { get() { hits++; return "HIJACKED"; }, set(v) { hits++; }, configurable: true });
+            try { Promise.prototype.then = function (ok) { ok("HIJACKED"); }; } catch (e) {}
+            try { Object.defineProperty(Promise.prototype, "constructor", { value: function Evil() {} }); } catch (e) {}
+            Object.defineProperty(Object.prototype, "then", { value: function (ok) { ok("HIJACKED"); }, configurable: true, writable: true });
+            Object.defineProperty(Object.prototype, "failFast", { value: true, configurable: true, writable: true });
+            const polluted = {
+                direct: await forge.callTool("alpha", "echo", { n: 0 }),
+                parallel: await forge.parallel(calls()),
+                stash: (await forge.stash.put("k", [1, 2]), await forge.stash.get("k")),
+            };
+            const same = JSON.stringify(polluted) === JSON.stringify(clean);
+            const seen = JSON.stringify(polluted);
+            delete Array.prototype[0];
+            delete Object.prototype.then;
+            delete Object.prototype.failFast;
+            return { same, seen, clean: JSON.stringify(clean) };
+        }"#,
+    )
+    .await;
+    let v = value(&report);
+    assert_eq!(v["same"], json!(true), "{v:#}");
+    let clean: serde_json::Value = serde_json::from_str(v["clean"].as_str().unwrap()).unwrap();
+    assert_eq!(clean["parallel"]["aborted"], json!(false), "{clean:#}");
+    assert_eq!(
+        clean["parallel"]["results"][1]["args"]["n"],
+        json!(1),
+        "{clean:#}"
+    );
+    assert_eq!(
+        clean["parallel"]["errors"][0]["code"],
+        json!("TOOL_FAILED"),
+        "{clean:#}"
+    );
+}

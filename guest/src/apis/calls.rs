@@ -76,8 +76,10 @@ pub fn forget(ctx: &Ctx<'_>, id: u32) {
 /// Settles the promise of the call that `done` completes: resolved with the
 /// parsed JSON, or rejected with a `ForgeError` (or the parse error).
 /// Parsing and settling go through QuickJS's C API, not through `JSON` or
-/// `Promise` globals a script could have replaced (resolving with an object
-/// still looks up its `then`, as every promise does).
+/// `Promise` globals a script could have replaced; resolving with an object
+/// looks up its `then`, as every promise does, so the value passes the
+/// prelude's `shield` first (a `then` a script put on a prototype is not
+/// called).
 pub fn settle(ctx: &Ctx<'_>, done: Completion) -> Result<()> {
     match super::timers::fired(done.id) {
         Some(true) => return super::web_hook(ctx, "fireTimer")?.call((f64::from(done.id),)),
@@ -101,15 +103,20 @@ pub fn settle(ctx: &Ctx<'_>, done: Completion) -> Result<()> {
             // sends serde_json text, which escapes every control character.
             Ok(json) => std::ffi::CString::new(json)
                 .map_err(|_| Error::new_from_js("tool result", "JSON text"))
-                .map(|text| {
+                .and_then(|text| {
                     let len = text.as_bytes().len();
                     let value =
                         qjs::JS_ParseJSON(raw, text.as_ptr(), len as _, c"<result>".as_ptr());
                     if qjs::JS_IsException(value) {
-                        (settlers.reject, qjs::JS_GetException(raw))
-                    } else {
-                        (settlers.resolve, value)
+                        return Ok((settlers.reject, qjs::JS_GetException(raw)));
                     }
+                    if !qjs::JS_IsObject(value) {
+                        return Ok((settlers.resolve, value));
+                    }
+                    // The parsed value, owned by `value` until handed on.
+                    let value = Value::from_raw(ctx.clone(), value);
+                    super::shield(ctx, &value)?;
+                    Ok((settlers.resolve, owned(value)))
                 }),
             Err(e) => forge_error_object(ctx, e).map(|err| (settlers.reject, owned(err))),
         };

@@ -52,6 +52,8 @@ pub fn begin(max_parallel: u32, time_zone: Option<String>) {
 thread_local! {
     /// The prelude's `ForgeError` factory, set once the prelude has run.
     static MAKE_ERROR: RefCell<Option<Persistent<Function<'static>>>> = const { RefCell::new(None) };
+    /// The prelude's `shield`, set once the prelude has run.
+    static SHIELD: RefCell<Option<Persistent<Function<'static>>>> = const { RefCell::new(None) };
     /// The hooks `web.js` returned (`fireTimer`, `withSignal`), set once it
     /// has run.
     static WEB_HOOKS: RefCell<Option<Persistent<Object<'static>>>> = const { RefCell::new(None) };
@@ -115,6 +117,22 @@ fn throw(ctx: &Ctx<'_>, err: ForgeError) -> Error {
 /// Records the prelude's `ForgeError` factory for the natives to use.
 pub fn set_make_error<'js>(ctx: &Ctx<'js>, make_error: Function<'js>) {
     MAKE_ERROR.with(|m| *m.borrow_mut() = Some(Persistent::save(ctx, make_error)));
+}
+
+/// Records the prelude's `shield` (see `prelude.js`), which every value a
+/// call's promise resolves with passes first.
+pub fn set_shield<'js>(ctx: &Ctx<'js>, shield: Function<'js>) {
+    SHIELD.with(|m| *m.borrow_mut() = Some(Persistent::save(ctx, shield)));
+}
+
+/// `value` passed through the prelude's `shield`: given an own
+/// `then: undefined` when resolving a promise with it would otherwise call
+/// a `then` a script put on a prototype.
+fn shield<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> Result<()> {
+    let shield = SHIELD
+        .with(|m| m.borrow().clone())
+        .expect("the prelude has run");
+    shield.restore(ctx)?.call((value.clone(),))
 }
 
 /// A `ForgeError` instance for `err`.
