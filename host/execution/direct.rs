@@ -75,22 +75,13 @@ impl Executor {
             })
             .map_err(|forge| {
                 // the failure leaves towards the client: redacted here, once
-                let shown = quickforge_core::shown::to_client(
-                    ExecutionError {
-                        kind: ErrorKind::Thrown,
-                        message: String::new(),
-                        forge: Some(forge),
-                        stack: None,
-                    },
-                    &quickforge_core::shown::Native,
-                );
+                let forge =
+                    quickforge_core::shown::forge_to_client(forge, &quickforge_core::shown::Native);
                 ExecutionError {
-                    message: shown
-                        .forge
-                        .as_ref()
-                        .map(|f| f.message.clone())
-                        .unwrap_or_default(),
-                    ..shown
+                    kind: ErrorKind::Thrown,
+                    message: forge.message.clone(),
+                    forge: Some(forge),
+                    stack: None,
                 }
             });
         Report {

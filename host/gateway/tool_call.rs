@@ -427,18 +427,12 @@ fn task_timeout(server: &str, tool: &str, timeout: Duration) -> ForgeError {
 
 /// A failed task's error: its message, or the whole error object quoted
 /// (redacted where it crosses, `quickforge_core::shown`).
-fn task_failed(server: &str, tool: &str, mut error: JsonObject) -> ForgeError {
+fn task_failed(server: &str, tool: &str, error: JsonObject) -> ForgeError {
     let failed = format!("the task server {server:?} ran for {tool:?} failed: ");
-    match error.remove("message") {
-        Some(Value::String(message)) => {
-            ForgeError::new(ErrorCode::DownstreamError, format!("{failed}{message}"))
-        }
-        Some(other) => {
-            error.insert("message".into(), other);
-            ForgeError::new(ErrorCode::DownstreamError, failed).quote(Value::Object(error))
-        }
-        None => ForgeError::new(ErrorCode::DownstreamError, failed).quote(Value::Object(error)),
+    if let Some(Value::String(message)) = error.get("message") {
+        return ForgeError::new(ErrorCode::DownstreamError, format!("{failed}{message}"));
     }
+    ForgeError::new(ErrorCode::DownstreamError, failed).quote(Value::Object(error))
 }
 
 /// Sends `tasks/cancel` for a task whose call ended before the task did

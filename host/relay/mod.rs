@@ -335,11 +335,11 @@ impl Relay {
             list.pop_front();
         }
         list.iter()
-            .all(|(_, e)| matches!(e, Ended::For(p) if p.as_ref() == principal))
+            .all(|(_, e)| matches!(e, Ended::For(p) if Some(p) == principal))
     }
 
     /// Notes that a call for `principal` to `server` ended now.
-    fn note_ended(&self, server: &Arc<str>, principal: Option<Arc<str>>) {
+    fn note_ended(&self, server: &Arc<str>, principal: Arc<str>) {
         let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
         let now = tokio::time::Instant::now();
         ended.retain(|_, l| l.back().is_some_and(|(at, _)| now - *at <= GUESS_WINDOW));
@@ -368,8 +368,8 @@ type EndedCalls = HashMap<Arc<str>, VecDeque<(tokio::time::Instant, Ended)>>;
 
 /// For whom a call that ended was made.
 enum Ended {
-    /// For this principal (`None`: no `[auth]`).
-    For(Option<Arc<str>>),
+    /// For this principal (its `[auth]` subject).
+    For(Arc<str>),
     /// Stands for calls forgotten past [`MAX_ENDED`]: matches nobody.
     Forgotten,
 }
@@ -397,7 +397,9 @@ impl Drop for Tracked {
                 }
             }
         }
-        if let Some(principal) = principal {
+        // Without `[auth]` (no principal) every client is the one user, and
+        // nothing needs telling apart: no record, no lock on that path.
+        if let Some(Some(principal)) = principal {
             self.relay.note_ended(&self.server, principal);
         }
     }

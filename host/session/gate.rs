@@ -24,9 +24,8 @@ pub struct Gate {
     records: Option<Arc<RedisSessionStore>>,
     manager: Arc<LocalSessionManager>,
     limits: SessionLimits,
-    /// (session id, request id as JSON) of each request whose response is
-    /// still open.
-    running: Arc<std::sync::Mutex<std::collections::HashSet<(String, String)>>>,
+    /// The requests whose response is still open.
+    running: RunningIds,
 }
 
 impl Gate {
@@ -225,10 +224,23 @@ pub async fn gate(
     response
 }
 
+/// (session id, request id as JSON) of each request whose response is
+/// still open.
+type RunningIds = Arc<std::sync::Mutex<std::collections::HashSet<(String, String)>>>;
+
 /// A request id running in a session; free again when dropped.
 struct Running {
-    set: Arc<std::sync::Mutex<std::collections::HashSet<(String, String)>>>,
+    set: RunningIds,
     key: (String, String),
+}
+
+/// What the gate reads of a JSON-RPC message: whether it is a request
+/// (it names a method) and its id; the rest (a script's code, a tool's
+/// arguments) is skipped, not built.
+#[derive(serde::Deserialize)]
+struct Head {
+    method: Option<serde::de::IgnoredAny>,
+    id: Option<serde_json::Value>,
 }
 
 impl Drop for Running {
@@ -262,10 +274,10 @@ async fn admit_request(
         )
             .into_response());
     };
-    let id = serde_json::from_slice::<serde_json::Value>(&bytes)
+    let id = serde_json::from_slice::<Head>(&bytes)
         .ok()
-        .filter(|v| v.get("method").is_some())
-        .and_then(|v| v.get("id").filter(|id| !id.is_null()).cloned());
+        .filter(|head| head.method.is_some())
+        .and_then(|head| head.id.filter(|id| !id.is_null()));
     let running = match id {
         Some(id) => match gate.start(session, id.to_string()) {
             Some(running) => Some(running),

@@ -22,7 +22,6 @@ use serde_json::{Map, Value, json};
 
 use crate::code::ErrorCode;
 use crate::error::ForgeError;
-pub use crate::shown::MAX_ERROR_TEXT;
 
 /// Longest base64 `data` of one image, audio or blob handed to a script, in
 /// bytes: 1 MiB, Forgemax's bound on binary content and quickforge's

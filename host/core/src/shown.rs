@@ -11,8 +11,10 @@
 //!   returns it (`edge/provider/src/error.rs`). Everything a failure can quote
 //!   (a server's error text, a JSON-RPC error's `data`, a structured error
 //!   result, a task's error) is built raw below and crosses here.
-//! - **Towards the client**: an execution's failure before its report is
-//!   shaped into the tool result ([`to_client`], `host/server/result.rs`);
+//! - **Towards the client**: an execution's failure where it is made from
+//!   foreign words ([`to_client`]: a script's in `host/sandbox`, a direct
+//!   call's in `host/execution/direct.rs`), and a failure answered as a
+//!   protocol error ([`forge_to_client`]);
 //!   what a server sends during a call and the gateway relays (progress, log
 //!   messages, its questions) and the results the gateway passes through
 //!   (`prompts/get`, `resources/read`, `completion/complete`), through
@@ -178,10 +180,7 @@ pub const IDENTIFIERS: &[&str] = &["uri", "uriTemplate", "mimeType", "name"];
 /// redacted in place like [`json_to_client`], except the [`IDENTIFIERS`]'
 /// values: a resource's URI is what the client reads it by again.
 pub fn result_to_client(value: &mut Value) -> bool {
-    quickforge_filters::redact::redact_json_keeping(value, IDENTIFIERS, &|text| {
-        let r = quickforge_filters::redact::redact(text);
-        r.changed.then_some(r.text)
-    })
+    quickforge_filters::redact::redact_json_keeping(value, IDENTIFIERS, &|text| Native.redact(text))
 }
 
 /// Words a script wrote, quoted back to a person (an approval's

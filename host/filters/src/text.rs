@@ -46,7 +46,7 @@ pub fn clip_more(text: &str, max: usize, more: usize) -> String {
 /// WorkerTransport<…>`), with its generic arguments: what a library's error
 /// prints when it names a type (`std::any::type_name`).
 static TYPE_PATH: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b[a-z_][a-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*::([A-Za-z_][A-Za-z0-9_]*)(?:<[^\s\]\)]*>)?")
+    Regex::new(r"\b[a-z_][a-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)+::([A-Za-z_][A-Za-z0-9_]*)(?:<[^\s\]\)]*>)?")
         .expect("a valid regex")
 });
 
@@ -57,15 +57,7 @@ static TYPE_PATH: LazyLock<Regex> = LazyLock::new(|| {
 /// (`ARCHITECTURE.md`, "Errors": internals are always removed). Two-segment
 /// paths (`std::fs`, `f64::EPSILON`) are kept: too often a word of the text.
 pub fn without_type_paths(text: &str) -> Cow<'_, str> {
-    TYPE_PATH.replace_all(text, |c: &regex::Captures<'_>| {
-        let whole = &c[0];
-        let path = whole.split('<').next().unwrap_or(whole);
-        if path.matches("::").count() >= 2 {
-            c[1].to_string()
-        } else {
-            whole.to_string()
-        }
-    })
+    TYPE_PATH.replace_all(text, "$1")
 }
 
 /// How far back from its limit [`clip_between_words`] looks for a word's
@@ -89,7 +81,7 @@ pub fn clip_between_words(text: &str, max: usize) -> String {
         .iter()
         .rposition(|b| b.is_ascii_whitespace() || b"\",:{}[]".contains(b))
         .map_or(end, |i| from + i + 1);
-    format!("{}… [{} more bytes cut]", &text[..cut], text.len() - cut)
+    clip_more(&text[..cut], cut, text.len() - cut)
 }
 
 #[cfg(test)]
