@@ -73,6 +73,13 @@ pub(super) fn neutralise(text: &str) -> Option<String> {
     Some(out)
 }
 
+/// Where in `text` its first instruction-like part starts, if it has one.
+pub(super) fn first_at(text: &str) -> Option<usize> {
+    let folded = Folded::new(text);
+    let m = MARKERS.find(&folded.text)?;
+    Some(folded.original(m.range()).start)
+}
+
 /// Whether `text` holds instruction-like text.
 #[cfg(test)]
 pub(super) fn found_in(text: &str) -> bool {

@@ -151,28 +151,46 @@ pub fn clean_text(text: &str, max: usize) -> Cleaned {
     let mut found = Findings::default();
     let bound = text.floor_char_boundary(max.saturating_mul(MAX_INPUT_FACTOR));
     let (looked_at, unseen) = (&text[..bound], text.len() - bound);
-    let mut marked = text::strip(looked_at, &mut found);
-    // A marker spliced between the halves of a split tag can complete a new
-    // one (`<system<|x|>>`), so replace until nothing matches; text nested
-    // deeper than a few rounds is all hostile and goes whole.
+    let marked = neutralised(text::strip(looked_at, &mut found), &mut found);
+    let text = if marked.len() > max || unseen > 0 {
+        found.cut = true;
+        // A cut can end a word early and so complete a phrase the whole
+        // text did not hold (`you are nowhere` would read `you are now…`):
+        // the kept part then ends before that phrase. Each round keeps
+        // less, so this ends.
+        let mut keep = marked.floor_char_boundary(max);
+        while let Some(at) = markers::first_at(&marked[..keep]) {
+            found.instructions = true;
+            keep = at;
+        }
+        // and a joiner left at the end has nothing to join
+        text::settle_joiners(&crate::text::clip_more(&marked, keep, unseen), &mut found)
+    } else {
+        marked
+    };
+    Cleaned { text, found }
+}
+
+/// `text` with its instruction-like parts replaced until none is left: a
+/// marker spliced between the halves of a split tag can complete a new one
+/// (`<system<|x|>>`), so replacing runs again until nothing matches; text
+/// nested deeper than [`MAX_MARKER_ROUNDS`] rounds is all hostile and goes
+/// whole.
+fn neutralised(mut text: String, found: &mut Findings) -> String {
     let mut rounds = 0;
-    while let Some(next) = markers::neutralise(&marked) {
-        found.instructions = true;
+    let mut any = false;
+    while let Some(next) = markers::neutralise(&text) {
+        any = true;
         rounds += 1;
-        marked = if rounds > MAX_MARKER_ROUNDS {
+        text = if rounds > MAX_MARKER_ROUNDS {
             INJECTION_MARKER.to_string()
         } else {
             next
         };
     }
-    if found.instructions {
-        marked = text::settle_joiners(&marked, &mut found);
+    if !any {
+        return text;
     }
-    let text = if marked.len() > max || unseen > 0 {
-        found.cut = true;
-        crate::text::clip_more(&marked, max, unseen)
-    } else {
-        marked
-    };
-    Cleaned { text, found }
+    found.instructions = true;
+    text::settle_joiners(&text, found)
 }

@@ -184,6 +184,28 @@ fn text_is_bounded() {
     );
 }
 
+/// A cut that ends a word early must not complete a phrase the whole text
+/// did not hold: `you are nowhere` cut after `now` reads `you are now…`.
+/// Found by the `sanitize_schema` fuzz target.
+#[test]
+fn a_cut_completes_no_instruction() {
+    let text = format!("{}you are nowhere near done", "x ".repeat(20));
+    let max = text.find("here").unwrap();
+    let c = clean_text(&text, max);
+    assert!(c.found.cut && c.found.instructions, "{c:?}");
+    assert!(!c.text.contains("you are"), "{}", c.text);
+    assert!(c.text.ends_with("x … [25 more bytes cut]"), "{}", c.text);
+    let again = clean_text(&c.text, usize::MAX);
+    assert_eq!(again.text, c.text);
+    assert!(!again.found.any(), "{again:?}");
+    // The whole text holds no phrase, so nothing is marked there.
+    let whole = clean_text(&text, usize::MAX);
+    assert_eq!(
+        (whole.text.as_str(), whole.found.any()),
+        (text.as_str(), false)
+    );
+}
+
 #[test]
 fn schemas_keep_their_honest_validation_strings() {
     let mut schema = json!({
