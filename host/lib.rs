@@ -37,7 +37,8 @@
 //! 9. `relay` — what downstream servers send during a script's calls,
 //!    carried to the client whose execution made them; approvals
 //! 10. `manifest` — the model scripts query, search, TypeScript rendering
-//! 11. `policy` — tool policy, strict server groups, rate limits
+//! 11. `policy` · `pins` — tool policy, strict server groups, rate limits;
+//!     each tool's trusted hash and the changes since (tool pinning)
 //! 12. `audit` — one JSON line per execution, for investigation
 //! 13. `state` — the stash behind a handle-keyed store (memory, Redis),
 //!     with the gateway's caps and one space per strict group
@@ -63,6 +64,7 @@ mod gateway;
 mod guest_json;
 mod manifest;
 mod observe;
+mod pins;
 mod policy;
 mod relay;
 mod sandbox;

@@ -197,6 +197,52 @@ impl AuditLog {
     }
 }
 
+/// A tool integrity event as one line (see `crate::pins`): `tool_changed`
+/// when a listing first shows a tool other than the trusted version,
+/// `tool_trusted` when a person accepted the version listed.
+#[derive(Debug, Serialize)]
+struct ToolEvent<'a> {
+    event: &'static str,
+    /// When, RFC 3339 UTC with milliseconds.
+    timestamp: String,
+    server: &'a str,
+    /// The tool's name (a checked identifier: see `valid_tool_name`).
+    tool: &'a str,
+    /// The hash trusted before the event.
+    trusted: &'a str,
+    /// The hash listed (`tool_changed`) or now trusted (`tool_trusted`).
+    listed: &'a str,
+}
+
+impl AuditLog {
+    /// Queues one tool integrity event (`event` is `tool_changed` or
+    /// `tool_trusted`); like [`AuditLog::write`], never blocks.
+    pub fn write_tool_event(
+        &self,
+        event: &'static str,
+        server: &str,
+        tool: &str,
+        trusted: &str,
+        listed: &str,
+    ) {
+        if !self.writes() {
+            return;
+        }
+        let record = ToolEvent {
+            event,
+            timestamp: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            server,
+            tool,
+            trusted,
+            listed,
+        };
+        if let Ok(mut line) = serde_json::to_vec(&record) {
+            line.push(b'\n');
+            self.queue(line);
+        }
+    }
+}
+
 /// Longest code redacted for a preview: 1 MiB, well above `max_code_size`.
 /// Longer code (which the sandbox refuses unless the limit was raised)
 /// gets no preview rather than a scan of megabytes.

@@ -108,8 +108,28 @@ pub(super) async fn doctor(config_path: Option<PathBuf>) -> ExitCode {
             problems += 1;
         }
     }
-    // Each server on its own: connect, list, time it.
+    // Each server on its own: connect, list, time it; its tools checked
+    // against their pins, where the gateway keeps them.
+    let pins = match super::trust::pins_of(&config) {
+        Ok(pins) => {
+            let _ = writeln!(
+                std::io::stdout().lock(),
+                "ok    tool pins are kept in {}",
+                pins.place()
+            );
+            pins
+        }
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stdout().lock(),
+                "FAIL  tool pins: [state] backend: {e}"
+            );
+            problems += 1;
+            config.gateway().pins
+        }
+    };
     let checks = config.servers.iter().map(|server| {
+        let pins = pins.clone();
         let one = Config {
             servers: vec![server.clone()],
             manifest: crate::config::ManifestConfig {
@@ -119,7 +139,9 @@ pub(super) async fn doctor(config_path: Option<PathBuf>) -> ExitCode {
         };
         async move {
             let started = Instant::now();
-            let gateway = Gateway::start(&one.gateway());
+            let mut settings = one.gateway();
+            settings.pins = pins;
+            let gateway = Gateway::start(&settings);
             gateway
                 .wait_started(
                     server.timeout.max(crate::gateway::MIN_CONNECT_TIME) + Duration::from_secs(1),
@@ -149,6 +171,26 @@ pub(super) async fn doctor(config_path: Option<PathBuf>) -> ExitCode {
                     for warning in tool.warnings() {
                         let _ = writeln!(out, "warn  tool {name}.{}: {warning}", tool.name);
                     }
+                }
+                // A tool changed since it was trusted: the person decides.
+                // Quarantined, its calls fail, which is a problem to fix.
+                for (tool, change) in entry.iter().flat_map(|e| e.changed.iter()) {
+                    let level = if change.quarantined {
+                        problems += 1;
+                        "FAIL"
+                    } else {
+                        "warn"
+                    };
+                    let _ = writeln!(
+                        out,
+                        "{level:<5} tool {name}.{tool}: {}{}; review it, then `quickforge trust {name} {tool}`",
+                        change.sentence(),
+                        if change.quarantined {
+                            ", and calls to it are refused"
+                        } else {
+                            ""
+                        }
+                    );
                 }
             }
             Some((crate::manifest::ServerStatus::Unavailable(e), _)) => {

@@ -34,6 +34,7 @@ mod manifest;
 mod run;
 mod serve;
 mod tokens;
+mod trust;
 
 pub use tokens::count::count as count_tokens;
 
@@ -135,6 +136,21 @@ enum Command {
     /// List forge.toml's servers (names of env variables and headers, never their values).
     #[command(after_help = "Example:\n  quickforge list --config forge.toml")]
     List,
+    /// Accept the changed tools of SERVER (or only TOOL) as last listed, after reviewing the change.
+    #[command(
+        after_help = "A tool is pinned (its hash recorded) the first time a gateway lists it; a later version is\n\
+        listed as changed, and refused with on_tool_change = \"quarantine\", until it is trusted.\n\n\
+        Examples:\n  \
+        quickforge doctor                      # lists the tools changed since they were trusted\n  \
+        quickforge trust github create_issue   # accept that tool's new version\n  \
+        quickforge trust github                # accept every changed tool of github"
+    )]
+    Trust {
+        /// The server's name in forge.toml.
+        server: String,
+        /// One of its tools; every changed tool of the server when left out.
+        tool: Option<String>,
+    },
     /// Authentication helpers for `serve --http` with `[auth]`.
     #[command(subcommand)]
     Auth(AuthCommand),
@@ -267,6 +283,7 @@ pub fn main() -> ExitCode {
             }
             Command::Doctor => doctor::doctor(cli.config).await,
             Command::Tokens { json } => tokens::tokens(cli.config, json).await,
+            Command::Trust { server, tool } => trust::trust(cli.config, server, tool).await,
             // Answered above, before the runtime.
             Command::Completions { .. }
             | Command::Man { .. }
@@ -400,28 +417,31 @@ async fn start(config: &Config) -> Result<Arc<Executor>, ExitCode> {
             ),
         }
     }
-    let mut executor = Executor::new(
-        sandbox,
-        Gateway::start(&config.gateway()),
-        config.stash.clone(),
-    )
-    .with_handle_key(key)
-    .with_tasks(config.tasks)
-    .with_run_owner(
-        (!config.cluster.peers.is_empty()).then(|| config.cluster.replica.as_str().into()),
-    )
-    .with_sessions(config.sessions)
-    .with_rate_limit(
-        config.executions_per_minute,
-        config
-            .auth
-            .as_ref()
-            .is_some_and(|a| a.rate_limit_scope == crate::auth::RateLimitScope::Subject),
-    )
-    .with_replica(&config.cluster.replica)
-    .with_validation(config.validate)
-    .with_audit(audit)
-    .with_redis(redis, config.stash.clone());
+    let audit = audit.map(Arc::new);
+    let mut settings = config.gateway();
+    if let Some(redis) = &redis {
+        // replicas agree on what was trusted
+        settings.pins = crate::pins::Pins::in_redis(redis.clone());
+    }
+    settings.pins = settings.pins.with_audit(audit.clone());
+    let mut executor = Executor::new(sandbox, Gateway::start(&settings), config.stash.clone())
+        .with_handle_key(key)
+        .with_tasks(config.tasks)
+        .with_run_owner(
+            (!config.cluster.peers.is_empty()).then(|| config.cluster.replica.as_str().into()),
+        )
+        .with_sessions(config.sessions)
+        .with_rate_limit(
+            config.executions_per_minute,
+            config
+                .auth
+                .as_ref()
+                .is_some_and(|a| a.rate_limit_scope == crate::auth::RateLimitScope::Subject),
+        )
+        .with_replica(&config.cluster.replica)
+        .with_validation(config.validate)
+        .with_audit(audit)
+        .with_redis(redis, config.stash.clone());
     executor.metrics = metrics;
     Ok(Arc::new(executor))
 }

@@ -143,6 +143,7 @@ impl Config {
             relay: self.relay,
             startup_concurrency: self.startup_concurrency,
             refresh_interval: self.manifest.refresh_interval,
+            pins: crate::pins::Pins::in_dir(crate::state::local_dir()),
         }
     }
 }

@@ -135,6 +135,7 @@ pub(super) struct RawServer {
     reconnect: Option<bool>,
     max_reconnect_backoff_secs: Option<Spanned<u64>>,
     expose: Option<Spanned<RawExpose>>,
+    on_tool_change: Option<Spanned<String>>,
     #[serde(default)]
     env: BTreeMap<String, Spanned<String>>,
     cwd: Option<Spanned<String>>,
@@ -627,6 +628,20 @@ fn server(
         }
         roots.push(uri);
     }
+    let on_tool_change = match raw.on_tool_change {
+        None => crate::pins::OnToolChange::default(),
+        Some(w) => match w.get_ref().as_str() {
+            "warn" => crate::pins::OnToolChange::Warn,
+            "quarantine" => crate::pins::OnToolChange::Quarantine,
+            other => {
+                return Err(report.at(
+                    w.span(),
+                    key("on_tool_change"),
+                    format!("must be \"warn\" or \"quarantine\", got {other:?}"),
+                ));
+            }
+        },
+    };
     let policy = ToolPolicy::new(&name, &allow, &deny, destructive)
         .and_then(|p| p.with_confirm(&confirm))
         .map_err(|e| {
@@ -653,5 +668,6 @@ fn server(
         reconnect: raw.reconnect.unwrap_or(true),
         max_reconnect_backoff,
         expose,
+        on_tool_change,
     })
 }

@@ -120,8 +120,8 @@ impl Executor {
     }
 
     /// Records every execution in `log`.
-    pub fn with_audit(mut self, log: Option<crate::audit::AuditLog>) -> Executor {
-        self.audit = log.map(Arc::new);
+    pub fn with_audit(mut self, log: Option<Arc<crate::audit::AuditLog>>) -> Executor {
+        self.audit = log;
         self
     }
 

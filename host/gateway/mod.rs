@@ -19,6 +19,7 @@ mod era;
 mod handler;
 mod limited_http;
 mod merged;
+mod pinning;
 mod router;
 mod settings;
 mod sse;
@@ -43,6 +44,7 @@ use crate::relay::{Relay, Upstream};
 
 pub use downstream::Connection;
 pub use handler::RefreshSet;
+pub use pinning::RECHECK as PIN_RECHECK;
 pub use router::Router;
 pub use settings::{GatewaySettings, GroupConfig, INHERITED_ENV, ServerConfig, Transport};
 pub use supervise::MIN_CONNECT_TIME;
@@ -119,6 +121,8 @@ pub struct Gateway {
     /// The tools listed directly (`expose`), made from the manifest each
     /// time a server's entry changes.
     direct: ArcSwap<DirectTools>,
+    /// Where each tool's trusted version is recorded ([`crate::pins`]).
+    pins: crate::pins::Pins,
 }
 
 impl Gateway {
@@ -154,6 +158,7 @@ impl Gateway {
             shutdown: CancellationToken::new(),
             relay: Arc::new(Relay::new(config.relay)),
             direct: ArcSwap::from_pointee(DirectTools::default()),
+            pins: config.pins.clone(),
         });
         let permits = Arc::new(Semaphore::new(config.startup_concurrency));
         for server in gateway.servers.values() {
@@ -164,6 +169,10 @@ impl Gateway {
                 gateway.shutdown.clone(),
             ));
         }
+        tokio::spawn(pinning::rechecker(
+            Arc::downgrade(&gateway),
+            gateway.shutdown.clone(),
+        ));
         tokio::spawn(supervise::refresher(
             Arc::downgrade(&gateway),
             refresh,
@@ -332,7 +341,7 @@ impl Gateway {
             listed.prompts =
                 optional(name, "prompts/list", timeout, conn.peer.list_all_prompts()).await;
         }
-        let entry = crate::manifest::listing::entry(
+        let mut entry = crate::manifest::listing::entry(
             crate::manifest::listing::Source {
                 name: &server.config.name,
                 description: server.config.description.as_deref(),
@@ -341,6 +350,7 @@ impl Gateway {
             conn.instructions.as_deref(),
             listed,
         );
+        self.pin(&server.config, &mut entry).await;
         tracing::info!(server = %name, tools = entry.tools.len(), resources = entry.resources.len(), prompts = entry.prompts.len(), "manifest updated");
         let old = self.manifest().server(name).cloned();
         let changed =
@@ -368,6 +378,7 @@ impl Gateway {
             entry.resources = old.resources.clone();
             entry.prompts = old.prompts.clone();
             entry.templates = old.templates.clone();
+            entry.changed = old.changed.clone();
         }
         // The tools stay, so the direct ones do too.
         self.set_entry(entry);

@@ -86,6 +86,9 @@ impl Servers for Router {
                 let args = Value::Object(args);
                 let entry = match self.manifest.lookup_tool(server, tool)? {
                     Lookup::Found(entry, t) => {
+                        if let Some(change) = entry.changed.get(tool).filter(|c| c.quarantined) {
+                            return Ok(Route::Denied(change.refusal(server, tool)));
+                        }
                         crate::manifest::validate(t, server, &args)?;
                         entry
                     }

@@ -22,6 +22,8 @@ pub struct GatewaySettings {
     pub startup_concurrency: usize,
     /// How often every server's tools are listed again; `None`: never.
     pub refresh_interval: Option<Duration>,
+    /// Where each tool's trusted version is recorded (see [`crate::pins`]).
+    pub pins: crate::pins::Pins,
 }
 
 /// Environment variables a stdio server inherits from the gateway. Nothing
@@ -105,6 +107,10 @@ pub struct ServerConfig {
     /// as `NAME__tool` (`"direct"`: all; a list of globs: those; `"code"`,
     /// the default: none, they are reached through `execute` only).
     pub expose: crate::policy::Expose,
+    /// `on_tool_change`: whether a tool changed since it was trusted is
+    /// still callable (`"warn"`, the default) or refused until `quickforge
+    /// trust` (`"quarantine"`); see [`crate::pins`].
+    pub on_tool_change: crate::pins::OnToolChange,
 }
 
 /// How quickforge talks to a server.

@@ -75,7 +75,7 @@ pub struct ResourceEntry {
 }
 
 /// One server's entry.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ServerEntry {
     /// Its configured name.
     pub name: String,
@@ -100,6 +100,10 @@ pub struct ServerEntry {
     /// Its resource templates, as it listed them (text cleaned, those with
     /// URI templates that cannot be shown unchanged dropped).
     pub templates: Vec<rmcp::model::ResourceTemplate>,
+    /// Its tools listed with a hash other than the one trusted, by name
+    /// (see [`crate::pins`]): shown as changed, and refused when
+    /// quarantined.
+    pub changed: BTreeMap<String, crate::pins::Change>,
 }
 
 impl ServerEntry {
@@ -115,6 +119,7 @@ impl ServerEntry {
             confirm: Default::default(),
             prompts: Vec::new(),
             templates: Vec::new(),
+            changed: BTreeMap::new(),
         }
     }
 
@@ -342,7 +347,22 @@ impl ManifestView for Snapshot {
 
     fn tool(&self, server: &str, name: &str) -> Result<Value, ForgeError> {
         match self.0.lookup_tool(server, name)? {
-            Lookup::Found(_, tool) => Ok(tool.describe(server)),
+            Lookup::Found(entry, tool) => {
+                let mut described = tool.describe(server);
+                if let Some(change) = entry.changed.get(name) {
+                    described["changed"] = change.shown();
+                    let mut warning = described["warning"]
+                        .as_str()
+                        .map_or_else(String::new, |w| format!("{w}; "));
+                    warning.push_str(&change.sentence());
+                    if change.quarantined {
+                        warning
+                            .push_str("; calls are refused until a person runs `quickforge trust`");
+                    }
+                    described["warning"] = warning.into();
+                }
+                Ok(described)
+            }
             Lookup::Denied(why) => Err(crate::policy::denied(&format!("{server}.{name}"), why)),
         }
     }

@@ -52,7 +52,17 @@ pub fn search(
         });
         (s.name.as_str(), tools)
     });
-    quickforge_catalog::search::search(&query.0, limit, servers)
+    let mut hits = quickforge_catalog::search::search(&query.0, limit, servers);
+    // a tool changed since it was trusted says so where it is found
+    for hit in hits.as_array_mut().into_iter().flatten() {
+        let (Some(server), Some(tool)) = (hit["server"].as_str(), hit["tool"].as_str()) else {
+            continue;
+        };
+        if let Some(change) = manifest.server(server).and_then(|s| s.changed.get(tool)) {
+            hit["changed"] = change.fields.clone().into();
+        }
+    }
+    hits
 }
 
 #[cfg(test)]

@@ -101,6 +101,7 @@ pub struct Metrics {
     tool_calls_in_flight: Family<ServerLabels, Gauge>,
     breaker: Family<BreakerLabels, Gauge>,
     reconnects: Family<ServerLabels, Counter>,
+    tools_changed: Family<ServerLabels, Gauge>,
     stash_bytes: Gauge,
     stashes: Gauge,
     /// One scrape at a time: a scrape brings the reconnect counters up to
@@ -134,6 +135,7 @@ impl Metrics {
             tool_calls_in_flight: Family::default(),
             breaker: Family::default(),
             reconnects: Family::default(),
+            tools_changed: Family::default(),
             stash_bytes: Gauge::default(),
             stashes: Gauge::default(),
             scrape: Mutex::new(()),
@@ -195,6 +197,11 @@ impl Metrics {
             m.reconnects.clone(),
         );
         r.register(
+            "tools_changed",
+            "Tools each server lists with a hash other than the trusted one (see `quickforge trust`)",
+            m.tools_changed.clone(),
+        );
+        r.register(
             "stash_bytes",
             "Bytes of keys and values held in every stash",
             m.stash_bytes.clone(),
@@ -223,6 +230,7 @@ impl Metrics {
             .set(scrape.executions_in_flight as i64);
         self.stash_bytes.set(scrape.stash_bytes as i64);
         self.stashes.set(scrape.stashes as i64);
+        let manifest = gateway.manifest();
         for server in gateway.servers() {
             let name = &server.config.name;
             let label = ServerLabels {
@@ -246,6 +254,8 @@ impl Metrics {
                     })
                     .set(i64::from(state == now));
             }
+            let changed = manifest.server(name).map_or(0, |e| e.changed.len());
+            self.tools_changed.get_or_create(&label).set(changed as i64);
             let counter = self.reconnects.get_or_create(&label);
             let seen = server.reconnects.load(Ordering::Relaxed);
             if seen > counter.get() {

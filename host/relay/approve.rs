@@ -13,10 +13,6 @@ use rmcp::model::{
 use super::{Asked, Upstream};
 use crate::error::{ErrorCode, ForgeError};
 
-/// Longest text of the arguments shown in an approval question, bytes:
-/// enough to see what the call will do, short enough for a dialog.
-pub const MAX_SHOWN_ARGS: usize = 1024;
-
 /// What is being approved.
 pub struct Question<'a> {
     /// The server.
@@ -26,22 +22,9 @@ pub struct Question<'a> {
     /// Why it needs approval (the policy's words).
     pub why: &'a str,
     /// Its arguments, as JSON text, as the script wrote them (shown by
-    /// [`shown_args`]).
+    /// [`quickforge_core::shown::approval_arguments`], where they cross to
+    /// the client).
     pub args: &'a str,
-}
-
-/// The arguments as the person reads them, where they cross to the client:
-/// the script's own words, so only credentials are redacted (the path, URL
-/// or address the person approves is the one the tool gets; two different
-/// paths must not read alike); every invisible, control or direction
-/// character written out as `<U+XXXX>`, so the text reads as the tool will
-/// receive it; then cut to [`MAX_SHOWN_ARGS`].
-pub fn shown_args(args: &str) -> String {
-    let words = quickforge_core::shown::script_words(args);
-    crate::error::clip(
-        &quickforge_filters::sanitize::reveal(&words),
-        MAX_SHOWN_ARGS,
-    )
 }
 
 /// Asks `upstream`'s person whether `q`'s call may go out.
@@ -60,7 +43,7 @@ pub async fn approve(upstream: Option<&Upstream>, q: Question<'_>) -> Result<(),
             q.server, q.server
         )));
     };
-    let args = shown_args(q.args);
+    let args = quickforge_core::shown::approval_arguments(q.args);
     let message = format!(
         "quickforge: a script wants to call {what}.\n{}.\nArguments: {args}\nAllow this call?",
         q.why
@@ -99,36 +82,5 @@ pub async fn approve(upstream: Option<&Upstream>, q: Question<'_>) -> Result<(),
             ErrorCode::PolicyDenied,
             format!("{what} was not approved: {}", e.message),
         )),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Red team round 3, point 10: the question showed every path as
-    /// `[REDACTED:path]` (two different calls read alike) and bidi,
-    /// zero-width and tag characters as they were; credentials stay hidden.
-    #[test]
-    fn a_person_reads_the_arguments_the_tool_will_get_without_credentials() {
-        let a = shown_args(r#"{"path":"/home/alice/notes.txt"}"#);
-        let b = shown_args(r#"{"path":"/home/alice/.ssh/id_rsa"}"#);
-        assert_ne!(a, b);
-        assert!(b.contains("/home/alice/.ssh/id_rsa"), "{b}");
-        let url = shown_args(r#"{"url":"https://10.0.0.5:8443/admin?x=1"}"#);
-        assert!(url.contains("https://10.0.0.5:8443/admin?x=1"), "{url}");
-        let hidden = shown_args("{\"name\":\"report\u{202E}fdp.exe\u{200B}\u{E0041}\"}");
-        assert_eq!(
-            hidden,
-            r#"{"name":"report<U+202E>fdp.exe<U+200B><U+E0041>"}"#
-        );
-        let token = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
-        let secret = shown_args(&format!(
-            r#"{{"body":"use {token}","password":"hunter2","url":"https://bob:pw@example.com/"}}"#
-        ));
-        for gone in [token, "hunter2", ":pw@"] {
-            assert!(!secret.contains(gone), "{gone} in {secret}");
-        }
-        assert!(shown_args(&"x".repeat(10 * MAX_SHOWN_ARGS)).len() < MAX_SHOWN_ARGS + 64);
     }
 }

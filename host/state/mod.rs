@@ -39,6 +39,23 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+/// The directory where this machine keeps quickforge's state (what must
+/// survive a restart and is not a cache: deleting it loses records, such as
+/// the tools a person trusted, see `crate::pins`):
+/// `$QUICKFORGE_STATE_DIR`, else `$XDG_STATE_HOME/quickforge`, else
+/// `$HOME/.local/state/quickforge` (the XDG base directory rules); `None`
+/// when none is set, and state is then kept for the process only.
+pub fn local_dir() -> Option<std::path::PathBuf> {
+    let var = |name| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    var("QUICKFORGE_STATE_DIR")
+        .or_else(|| var("XDG_STATE_HOME").map(|d| d.join("quickforge")))
+        .or_else(|| var("HOME").map(|d| d.join(".local").join("state").join("quickforge")))
+}
+
 use quickforge_core::stash::StashRules;
 
 use crate::error::ForgeError;

@@ -11,6 +11,7 @@ pub(crate) fn quickforge(args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_quickforge"))
         .args(args)
         .env("QUICKFORGE_CACHE_DIR", cache_dir())
+        .env("QUICKFORGE_STATE_DIR", crate::processes::scratch("state"))
         .env_remove("FORGE_CONFIG")
         .current_dir(env!("CARGO_TARGET_TMPDIR"))
         .stdin(Stdio::piped())

@@ -13,6 +13,7 @@ fn quickforge(dir: &Path, args: &[&str]) -> Output {
         .args(args)
         .env_remove("FORGE_CONFIG")
         .env("QUICKFORGE_CACHE_DIR", cache_dir())
+        .env("QUICKFORGE_STATE_DIR", crate::processes::scratch("state"))
         .current_dir(dir)
         .output()
         .expect("the quickforge binary runs")

@@ -37,6 +37,7 @@ mod mcp;
 mod metadata;
 mod metrics;
 mod observe;
+mod pins;
 mod policy;
 mod processes;
 mod redaction;

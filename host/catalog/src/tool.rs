@@ -2,6 +2,7 @@
 //! read ([`ToolEntry::from_json`]), and the JSON `manifest.tool` answers
 //! ([`ToolEntry::describe`]).
 
+use quickforge_filters::integrity::{ToolHash, tool_hash};
 use quickforge_filters::sanitize;
 use serde_json::{Map, Value, json};
 
@@ -24,6 +25,10 @@ pub struct ToolEntry {
     pub output_schema: Option<Value>,
     /// MCP tool annotations (`readOnlyHint`, `destructiveHint`, ...).
     pub annotations: Option<Value>,
+    /// Its hashes, over its metadata as the server sent it (see
+    /// [`quickforge_filters::integrity`]): what pinning compares, and what
+    /// `manifest.tool` shows as `hash` so that a client can cache by it.
+    pub hash: ToolHash,
     /// What cleaning removed or changed in its metadata (see
     /// [`sanitize`]): instruction-like text, hidden characters, over-long
     /// text, schema parts. Shown to the model as a `warning`.
@@ -72,6 +77,7 @@ impl ToolEntry {
         if !sanitize::valid_tool_name(name) {
             return None;
         }
+        let hash = tool_hash(tool);
         let mut found = sanitize::Findings::default();
         let mut clean = |t: &str, max: usize| {
             let c = clean_text(t, max);
@@ -102,6 +108,7 @@ impl ToolEntry {
             input_schema,
             output_schema,
             annotations,
+            hash,
             found,
             check,
             words: Default::default(),
@@ -146,6 +153,7 @@ impl ToolEntry {
         if !warnings.is_empty() {
             out.insert("warning".into(), warnings.join("; ").into());
         }
+        out.insert("hash".into(), self.hash.whole.clone().into());
         out.insert("inputSchema".into(), self.input_schema.clone());
         if let Some(schema) = &self.output_schema {
             out.insert("outputSchema".into(), schema.clone());

@@ -19,7 +19,7 @@
 //!   messages, its questions) and the results the gateway passes through
 //!   (`prompts/get`, `resources/read`, `completion/complete`), through
 //!   [`text_to_client`], [`json_to_client`] and [`result_to_client`]; an approval's arguments, which
-//!   the script wrote, through [`script_words`].
+//!   the script wrote, through [`approval_arguments`].
 //! - **Towards the audit log and the gateway's log**: the audit record's
 //!   names, previews and error texts (`host/audit`, [`to_audit`]) and every
 //!   formatted log line (`host/cli/logging.rs`).
@@ -183,11 +183,24 @@ pub fn result_to_client(value: &mut Value) -> bool {
     quickforge_filters::redact::redact_json_keeping(value, IDENTIFIERS, &|text| Native.redact(text))
 }
 
-/// Words a script wrote, quoted back to a person (an approval's
-/// arguments): credentials only ([`Scope::Credentials`]), so the path or URL
-/// the person approves is the one the tool will get.
-pub fn script_words(text: &str) -> String {
-    quickforge_filters::redact::redact_in(text, Scope::Credentials).text
+/// Longest text of the arguments shown in an approval question, bytes:
+/// enough to see what the call will do, short enough for a dialog.
+pub const MAX_APPROVAL_ARGS: usize = 1024;
+
+/// A call's arguments (JSON text, as the script wrote them) as the person
+/// asked to approve the call reads them: the script's own words, so only
+/// credentials are redacted ([`Scope::Credentials`]: the path, URL or
+/// address the person approves is the one the tool gets, and two different
+/// paths must not read alike); every invisible, control or direction
+/// character written out as `<U+XXXX>`, so the text reads as the tool will
+/// receive it; then cut to [`MAX_APPROVAL_ARGS`]. Fuzzed
+/// (`tests/fuzz/fuzz_targets/approval_text.rs`).
+pub fn approval_arguments(args: &str) -> String {
+    let words = quickforge_filters::redact::redact_in(args, Scope::Credentials).text;
+    quickforge_filters::text::clip(
+        &quickforge_filters::sanitize::reveal(&words),
+        MAX_APPROVAL_ARGS,
+    )
 }
 
 /// A text for the audit record: every rule, then cut to `max` bytes.
@@ -202,6 +215,33 @@ mod tests {
     use crate::execution::ErrorKind;
 
     const TOKEN: &str = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+
+    /// Red team round 3, point 10: the question showed every path as
+    /// `[REDACTED:path]` (two different calls read alike) and bidi,
+    /// zero-width and tag characters as they were; credentials stay hidden.
+    #[test]
+    fn a_person_reads_the_arguments_the_tool_will_get_without_credentials() {
+        let a = approval_arguments(r#"{"path":"/home/alice/notes.txt"}"#);
+        let b = approval_arguments(r#"{"path":"/home/alice/.ssh/id_rsa"}"#);
+        assert_ne!(a, b);
+        assert!(b.contains("/home/alice/.ssh/id_rsa"), "{b}");
+        let url = approval_arguments(r#"{"url":"https://10.0.0.5:8443/admin?x=1"}"#);
+        assert!(url.contains("https://10.0.0.5:8443/admin?x=1"), "{url}");
+        let hidden = approval_arguments("{\"name\":\"report\u{202E}fdp.exe\u{200B}\u{E0041}\"}");
+        assert_eq!(
+            hidden,
+            r#"{"name":"report<U+202E>fdp.exe<U+200B><U+E0041>"}"#
+        );
+        let secret = approval_arguments(&format!(
+            r#"{{"body":"use {TOKEN}","password":"hunter2","url":"https://bob:pw@example.com/"}}"#
+        ));
+        for gone in [TOKEN, "hunter2", ":pw@"] {
+            assert!(!secret.contains(gone), "{gone} in {secret}");
+        }
+        assert!(
+            approval_arguments(&"x".repeat(10 * MAX_APPROVAL_ARGS)).len() < MAX_APPROVAL_ARGS + 64
+        );
+    }
 
     /// The script's boundary redacts the message and the quoted words once,
     /// masking a sensitive field whatever its value, and cuts after.
@@ -256,7 +296,7 @@ mod tests {
     /// and lose their credentials.
     #[test]
     fn a_scripts_words_keep_paths_and_lose_credentials() {
-        let shown = script_words(&format!(
+        let shown = approval_arguments(&format!(
             r#"{{"path":"/home/alice/a.txt","url":"https://u:pw@example.com/x","key":"{TOKEN}"}}"#
         ));
         assert!(shown.contains("/home/alice/a.txt"), "{shown}");

@@ -5,6 +5,7 @@
 //! - [`redact`] — secrets out of every error text and log line;
 //! - [`secrets`] — which parts of a server's configuration are credentials
 //!   (`quickforge init`);
+//! - [`integrity`] — a downstream tool's hash, for pinning what was trusted;
 //! - [`fold`] — look-alike text folded to one spelling before matching;
 //! - [`sanitize`] — downstream tool metadata made safe for a model to read;
 //! - [`expand`] — `${VAR}` references in configuration values;
@@ -14,6 +15,7 @@
 
 pub mod expand;
 pub mod fold;
+pub mod integrity;
 pub mod redact;
 pub mod sanitize;
 pub mod seal;
