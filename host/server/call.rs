@@ -70,7 +70,9 @@ impl ForgeServer {
             let server = self.clone();
             let execution = crate::trace::scope(trace, mode, server.perform(job, upstream));
             let owner = self.subject_id();
-            let Some(run) = self.executor.runs.start(execution, pump, owner) else {
+            // the fairness key: the subject, else this session
+            let holder = owner.unwrap_or(&self.session.id);
+            let Some(run) = self.executor.runs.start(execution, pump, owner, holder) else {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                     "busy: quickforge already holds {} running or unfetched executions (tasks and waiting questions); retry shortly",
                     self.executor.runs.limits().max_runs
@@ -251,7 +253,7 @@ impl ForgeServer {
         self.executor.runs.get(id, self.subject_id()).ok_or_else(|| {
             McpError::invalid_params(
                 format!(
-                    "unknown task {:?}: quickforge does not hold it (it finished more than {} s ago, ran in another quickforge process, or was never this gateway's)",
+                    "unknown task {:?}: quickforge does not hold it (it finished more than {} s ago, made room for newer runs of a client holding more, ran in another quickforge process, or was never this gateway's)",
                     crate::error::preview(id),
                     self.executor.runs.limits().keep.as_secs()
                 ),

@@ -494,6 +494,75 @@ fn quickforge_preview(handle: &str) -> String {
 /// `quickforge auth hash-token` reads it from stdin (one trailing newline
 /// is not part of it) and prints the SHA-256 that `[[auth.tokens]]` takes;
 /// a short token is refused.
+/// Red team round 3, point 6 (the run table): one subject's stream of
+/// quick tasks evicted another subject's finished, unfetched result from
+/// the shared table (four runs at `max_concurrent = 1`). The largest
+/// holder makes room now, with its own oldest outcome.
+#[tokio::test]
+async fn one_subjects_tasks_do_not_evict_anothers_result() {
+    let rate = Rate {
+        sandbox: "max_concurrent = 1\n",
+        ..Rate::default()
+    };
+    let (mut gw, _) = Gateway::start_with("auth-run-share", &rate).await;
+    let connect = |token: &str| {
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(gw.url.as_str()).auth_header(token),
+        );
+        Tasks.serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: None,
+            },
+        )
+    };
+    let task = |ms: u64, value: u64| {
+        CallToolRequestParams::new("execute").with_arguments(
+            json!({"code": format!("async () => {{ await new Promise(r => setTimeout(r, {ms})); return {value} }}")})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        )
+    };
+    // run to its end (as a task; task_after_ms = 0), and its id
+    let finished = |client: RunningService<RoleClient, Tasks>, params: CallToolRequestParams| async move {
+        let id = match client.peer().call_tool_once(params).await.unwrap() {
+            CallToolResponse::Task(created) => created.task.task_id,
+            other => panic!("expected a task, got {other:?}"),
+        };
+        eventually(CALL_BOUND, || async {
+            let got = client
+                .peer()
+                .get_task(GetTaskParams::new(&id))
+                .await
+                .unwrap();
+            matches!(got.task.payload, TaskPayload::Completed { .. }).then_some(())
+        })
+        .await;
+        (client, id)
+    };
+    let (alice, kept) = finished(connect(ALICE).await.unwrap(), task(100, 7)).await;
+    let mut bob = connect(BOB).await.unwrap();
+    for i in 0..8 {
+        bob = finished(bob, task(10, i)).await.0;
+    }
+    let got = alice
+        .peer()
+        .get_task(GetTaskParams::new(&kept))
+        .await
+        .expect("alice's finished task is still held after eight of bob's");
+    let TaskPayload::Completed { result } = got.task.payload else {
+        panic!("{:?}", got.task.payload);
+    };
+    assert_eq!(
+        result["structuredContent"]["result"],
+        json!(7),
+        "{result:?}"
+    );
+    gw.child.start_kill().unwrap();
+}
+
 #[tokio::test]
 async fn hash_token_reads_the_token_from_stdin() {
     for (input, code) in [(format!("{ALICE}\n"), 0), ("short\n".to_string(), 2)] {

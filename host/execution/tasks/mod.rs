@@ -122,6 +122,8 @@ pub struct Run {
     /// Whether a client was ever shown this run as a task (and so may poll
     /// it until it expires); see [`Runs::forget`].
     tasked: AtomicBool,
+    /// Whose share of the table it counts against (see [`Runs::start`]).
+    holder: Arc<str>,
 }
 
 impl Run {
@@ -252,6 +254,32 @@ pub struct Runs {
     map: Mutex<HashMap<String, Arc<Run>>>,
 }
 
+/// Which finished run makes room in a full table, given each run held as
+/// (id, holder, when it finished if it did): the oldest finished run of the
+/// holder with the most runs held, or of the next largest that has a
+/// finished one; `None` when none has finished. Largest holder pays: a
+/// client whose quick tasks fill the table evicts its own outcomes, never
+/// the one unfetched result of a client that holds little.
+fn room<'a>(held: impl Iterator<Item = (&'a str, &'a str, Option<Instant>)>) -> Option<String> {
+    /// Per holder: runs held, and its oldest finished one (when, id).
+    type Share<'a> = (usize, Option<(Instant, &'a str)>);
+    let mut by_holder: HashMap<&str, Share<'_>> = HashMap::new();
+    for (id, holder, finished) in held {
+        let (count, oldest) = by_holder.entry(holder).or_default();
+        *count += 1;
+        if let Some(at) = finished
+            && oldest.is_none_or(|(o, _)| at < o)
+        {
+            *oldest = Some((at, id));
+        }
+    }
+    by_holder
+        .into_values()
+        .filter_map(|(count, oldest)| oldest.map(|(at, id)| (count, std::cmp::Reverse(at), id)))
+        .max()
+        .map(|(_, _, id)| id.to_string())
+}
+
 impl Runs {
     /// No runs yet; ids sealed with `key`.
     pub fn new(key: HandleKey, limits: TaskLimits) -> Runs {
@@ -280,11 +308,20 @@ impl Runs {
     /// The run's id is sealed for `subject` (the authenticated caller,
     /// `None` without `[auth]`), so only it can poll, answer or cancel the
     /// run (see [`Runs::get`]).
+    ///
+    /// `holder` is the fairness key the run counts against: the subject
+    /// with `[auth]`, else the session (a stdio connection, an HTTP
+    /// session, or for a sessionless 2026-era request the request itself).
+    /// When the table is full, the finished run that makes room is the
+    /// oldest of the holder with the most runs held ([`room`]), so one
+    /// client's stream of tasks evicts its own unfetched outcomes before
+    /// anyone else's.
     pub fn start<F>(
         &self,
         execution: F,
         pump: crate::relay::Pump,
         subject: Option<&str>,
+        holder: &str,
     ) -> Option<Arc<Run>>
     where
         F: Future<Output = CallToolResult> + Send + 'static,
@@ -299,18 +336,12 @@ impl Runs {
                 .is_none_or(|(_, _, at)| now.duration_since(*at) < keep)
         });
         if map.len() >= self.limits.max_runs {
-            // The finished run that ended first makes room.
-            let oldest = map
-                .iter()
-                .filter_map(|(id, run)| {
-                    run.outcome
-                        .borrow()
-                        .as_ref()
-                        .map(|(_, _, at)| (*at, id.clone()))
-                })
-                .min();
-            match oldest {
-                Some((_, id)) => {
+            let held = map.iter().map(|(id, run)| {
+                let finished = run.outcome.borrow().as_ref().map(|(_, _, at)| *at);
+                (id.as_str(), &*run.holder, finished)
+            });
+            match room(held) {
+                Some(id) => {
                     map.remove(&id);
                 }
                 None => return None,
@@ -323,6 +354,7 @@ impl Runs {
             outcome: watch::Sender::new(None),
             abort: Mutex::new(None),
             tasked: AtomicBool::new(false),
+            holder: holder.into(),
         });
         map.insert(run.id.clone(), run.clone());
         drop(map);
@@ -391,5 +423,40 @@ impl Runs {
         self.key
             .opens_as(&prefix_of(Some(name)), id, subject)
             .then_some(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Red team round 3, point 6: one subject's quick tasks evicted another
+    /// subject's finished, unfetched result from the shared table. The
+    /// largest holder pays now, with its own oldest outcome.
+    #[test]
+    fn the_largest_holder_makes_room_with_its_own_oldest_outcome() {
+        let t0 = Instant::now();
+        let at = |s: u64| Some(t0 + Duration::from_secs(s));
+        // alice's one result is the oldest of all; bob holds three
+        let held = [
+            ("a1", "alice", at(1)),
+            ("b1", "bob", at(5)),
+            ("b2", "bob", at(3)),
+            ("b3", "bob", None),
+        ];
+        assert_eq!(room(held.into_iter()).as_deref(), Some("b2"));
+        // bob's all still running: alice's finished one is what can go
+        let held = [
+            ("a1", "alice", at(1)),
+            ("b1", "bob", None),
+            ("b2", "bob", None),
+        ];
+        assert_eq!(room(held.into_iter()).as_deref(), Some("a1"));
+        // nothing finished: no room
+        let held = [("a1", "alice", None), ("b1", "bob", None)];
+        assert_eq!(room(held.into_iter()), None);
+        // equal holders: the oldest outcome goes
+        let held = [("a1", "alice", at(2)), ("b1", "bob", at(1))];
+        assert_eq!(room(held.into_iter()).as_deref(), Some("b1"));
     }
 }
