@@ -79,6 +79,7 @@ pub async fn serve(
     let stop = CancellationToken::new();
     let mut shutdown = pin!(shutdown);
     let mut refused = Refusals::default();
+    let mut next_connection = 0u64;
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -95,7 +96,11 @@ pub async fn serve(
             turn_away(stream);
             continue;
         };
-        let service = TowerToHyperService::new(router.clone());
+        // numbered, so that sessionless requests have a fairness key
+        // without [auth] (crate::session::SlotShares)
+        next_connection += 1;
+        let connection = crate::session::ConnectionId(next_connection);
+        let service = TowerToHyperService::new(router.clone().layer(axum::Extension(connection)));
         let stop = stop.clone();
         let header_read = limits.header_read_timeout;
         connections.spawn(async move {

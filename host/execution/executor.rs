@@ -23,6 +23,9 @@ pub struct Executor {
     pub sessions: SessionLimits,
     /// The live HTTP sessions, against `sessions.max_sessions`.
     pub session_cap: SessionCap,
+    /// The execution slots of each fairness key (a subject, a connection),
+    /// `sessions.max_concurrent_per_session` each.
+    pub slot_shares: Arc<crate::session::SlotShares>,
     /// Running executions, so shutdown can let them finish.
     pub running: tokio_util::task::TaskTracker,
     /// `max_executions_per_minute`, across all sessions.
@@ -67,6 +70,9 @@ impl Executor {
             handles,
             sessions,
             session_cap: SessionCap::new(sessions.max_sessions),
+            slot_shares: Arc::new(crate::session::SlotShares::new(
+                sessions.max_concurrent_per_session,
+            )),
             running: tokio_util::task::TaskTracker::new(),
             rate: None,
             validate: true,
@@ -80,6 +86,9 @@ impl Executor {
     /// Bounds sessions by `limits`.
     pub fn with_sessions(mut self, limits: SessionLimits) -> Executor {
         self.session_cap = SessionCap::new(limits.max_sessions);
+        self.slot_shares = Arc::new(crate::session::SlotShares::new(
+            limits.max_concurrent_per_session,
+        ));
         self.sessions = limits;
         self
     }

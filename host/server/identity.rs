@@ -23,6 +23,15 @@ fn subject_of(cx: &RequestContext<RoleServer>) -> Option<Subject> {
         .cloned()
 }
 
+/// The HTTP connection a request came on, if over HTTP.
+fn connection_of(cx: &RequestContext<RoleServer>) -> Option<crate::session::ConnectionId> {
+    cx.extensions
+        .get::<axum::http::request::Parts>()?
+        .extensions
+        .get::<crate::session::ConnectionId>()
+        .copied()
+}
+
 /// The MCP session id a request names, if any (2025-era streamable HTTP,
 /// after `initialize`).
 fn session_id_of(cx: &RequestContext<RoleServer>) -> Option<String> {
@@ -41,6 +50,8 @@ impl ForgeServer {
                 subject_of(cx),
                 session_id_of(cx).as_deref(),
                 &self.executor.handles,
+                connection_of(cx),
+                &self.executor.slot_shares,
             )
             .map_err(|e| McpError::invalid_request(e.to_string(), None))
     }

@@ -16,7 +16,9 @@ pub struct SessionLimits {
     /// what idle sessions can hold. A new session past it is refused with
     /// HTTP 503 and `Retry-After`; stdio has one session by nature.
     pub max_sessions: usize,
-    /// Executions one session may run at once (`max_concurrent_per_session`).
+    /// Executions one fairness key may run at once
+    /// (`max_concurrent_per_session`): the subject with `[auth]`, else the
+    /// session, or a sessionless request's connection (see `shares`).
     /// Default: half of `max_concurrent`, rounded up (4 of 8), so one client
     /// can fan work out and still leave half the slots to the others.
     pub max_concurrent_per_session: usize,

@@ -16,6 +16,7 @@
 mod cap;
 mod gate;
 mod owners;
+mod shares;
 mod store;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +33,7 @@ use crate::state::{Handle, HandleKey};
 pub use cap::{RETRY_AFTER_SECS, Recency, SessionCap, SessionLimits};
 pub use gate::{Gate, gate};
 pub use owners::SessionOwners;
+pub use shares::{ConnectionId, SlotShares};
 pub use store::RedisSessionStore;
 
 /// One session's own state. Dropped with the session's server, which
@@ -61,7 +63,12 @@ pub struct Session {
     /// ([`client_session_digest`]), once a request of the initialized
     /// session named it.
     client_id: OnceLock<Arc<str>>,
+    /// The session's own slots, used while it is its own fairness key.
     slots: Arc<Semaphore>,
+    /// The slots of its fairness key when that is not the session itself
+    /// (a subject, or a sessionless request's connection: see
+    /// [`shares`]), and which key it is; fixed by its first request.
+    shared: OnceLock<(Arc<Semaphore>, &'static str)>,
     share: usize,
     /// The session's place under `max_sessions`, once it holds one: taken
     /// at `initialize`, which only sessions of the 2025 era send (a
@@ -84,6 +91,7 @@ impl Session {
             client_id: OnceLock::new(),
             place: std::sync::Mutex::new(place),
             slots: Arc::new(Semaphore::new(share.max(1))),
+            shared: OnceLock::new(),
             share,
         }
     }
@@ -105,14 +113,33 @@ impl Session {
     /// session id for the subject ([`HandleKey::derive_for`]), the same on
     /// every replica, so a session that a load balancer moves to a replica
     /// which restores it from the shared session store keeps its stash.
+    ///
+    /// It also fixes the session's fairness key (see [`shares`]): the
+    /// subject's share of slots from `shares` when there is a subject; the
+    /// share of `connection` for a request that is no session (a stateless
+    /// 2026-era request, which never initialized); else its own.
     pub fn bind(
         &self,
         subject: Option<Subject>,
         client_session: Option<&str>,
         handles: &HandleKey,
+        connection: Option<ConnectionId>,
+        shares: &SlotShares,
     ) -> Result<(), NotYours> {
         if *self.owner.get_or_init(|| subject.clone()) != subject {
             return Err(NotYours);
+        }
+        if self.shared.get().is_none() {
+            let key = match (&subject, connection) {
+                (Some(s), _) => Some((format!("s:{}", s.id()), "subject")),
+                (None, Some(c)) if !self.initialized.load(Ordering::Acquire) => {
+                    Some((format!("c:{}", c.0), "connection"))
+                }
+                _ => None,
+            };
+            if let Some((key, kind)) = key {
+                let _ = self.shared.set((shares.of(&key), kind));
+            }
         }
         // Only a session that initialized: rmcp routes its requests by the
         // header, so the header is its own id. A stateless 2026-era request
@@ -181,7 +208,11 @@ impl Session {
         wait: Duration,
         max_concurrent: usize,
     ) -> Result<OwnedSemaphorePermit, ExecutionError> {
-        match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
+        let (slots, whose) = match self.shared.get() {
+            Some((slots, kind)) => (slots, *kind),
+            None => (&self.slots, "session"),
+        };
+        match tokio::time::timeout(wait, slots.clone().acquire_owned()).await {
             Ok(Ok(permit)) => Ok(permit),
             Ok(Err(_)) => Err(ExecutionError::new(
                 ErrorKind::Internal,
@@ -190,7 +221,7 @@ impl Session {
             Err(_) => Err(ExecutionError::new(
                 ErrorKind::Busy,
                 format!(
-                    "this session already runs its share of {} of the gateway's {max_concurrent} execution slots (sandbox.max_concurrent_per_session), and none came free in {} ms; retry when one of its executions finishes",
+                    "this {whose} already runs its share of {} of the gateway's {max_concurrent} execution slots (sandbox.max_concurrent_per_session, per {whose}), and none came free in {} ms; retry when one of its executions finishes",
                     self.share,
                     wait.as_millis()
                 ),
@@ -214,4 +245,45 @@ pub struct NotYours;
 pub fn client_session_digest(id: &str) -> String {
     let digest = Sha256::digest(id.as_bytes());
     format!("mcp-{}", &hex::encode(digest)[..16])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fairness key each kind of request gets (see [`shares`]).
+    #[test]
+    fn the_fairness_key_is_the_subject_else_the_connection_of_a_sessionless_request() {
+        let (key, shares) = (HandleKey::random(), SlotShares::new(2));
+        let session = || Session::new(key.mint(), 2, None);
+        let bound = |s: &Session, subject: Option<&str>, connection: Option<u64>| {
+            s.bind(
+                subject.and_then(Subject::new),
+                None,
+                &key,
+                connection.map(ConnectionId),
+                &shares,
+            )
+            .unwrap();
+            s.shared.get().map(|(slots, kind)| (slots.clone(), *kind))
+        };
+        // a subject: one share across its sessions and requests
+        let (a, b) = (session(), session());
+        let (sa, sb) = (
+            bound(&a, Some("alice"), Some(1)),
+            bound(&b, Some("alice"), Some(2)),
+        );
+        assert!(Arc::ptr_eq(&sa.as_ref().unwrap().0, &sb.unwrap().0));
+        assert_eq!(sa.unwrap().1, "subject");
+        // no subject: sessionless requests on one connection share
+        let (c, d) = (session(), session());
+        let (sc, sd) = (bound(&c, None, Some(7)), bound(&d, None, Some(7)));
+        assert!(Arc::ptr_eq(&sc.as_ref().unwrap().0, &sd.unwrap().0));
+        assert_eq!(sc.unwrap().1, "connection");
+        // an initialized session without a subject is its own key; so is stdio
+        let e = session();
+        e.mark_initialized();
+        assert!(bound(&e, None, Some(7)).is_none());
+        assert!(bound(&session(), None, None).is_none());
+    }
 }

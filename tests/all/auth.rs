@@ -563,6 +563,58 @@ async fn one_subjects_tasks_do_not_evict_anothers_result() {
     gw.child.start_kill().unwrap();
 }
 
+/// Red team round 3, point 6 (slots): a 2026-era client needs no session,
+/// and each stateless request got a share of slots of its own, so one
+/// subject held every slot. The share is the subject's now, across its
+/// requests: past it, alice is told busy, and bob still runs.
+#[tokio::test]
+async fn a_subjects_stateless_requests_share_one_share_of_slots() {
+    let rate = Rate {
+        sandbox: "max_concurrent = 4\nmax_queue_wait_ms = 300\n",
+        ..Rate::default()
+    };
+    let (mut gw, _) = Gateway::start_with("auth-slot-share", &rate).await;
+    let connect = |token: &str| {
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(gw.url.as_str()).auth_header(token),
+        );
+        ().serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: None,
+            },
+        )
+    };
+    let (alice, bob) = (connect(ALICE).await.unwrap(), connect(BOB).await.unwrap());
+    let params = |code: &str| {
+        CallToolRequestParams::new("execute")
+            .with_arguments(json!({"code": code}).as_object().cloned().unwrap())
+    };
+    let slow = "async () => { await new Promise(r => setTimeout(r, 1500)); return 1 }";
+    let alices = futures_util::future::join_all((0..4).map(|_| alice.call_tool(params(slow))));
+    let bobs = async {
+        // while alice's four are in, bob's one runs at once
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        bob.call_tool(params("async () => 2")).await.unwrap()
+    };
+    let (alices, bob_result) = tokio::join!(alices, bobs);
+    assert_eq!(ok_value(&bob_result), 2);
+    let (ran, busy): (Vec<_>, Vec<_>) = alices
+        .into_iter()
+        .map(Result::unwrap)
+        .partition(|r| r.is_error != Some(true));
+    assert_eq!((ran.len(), busy.len()), (2, 2), "{busy:?}");
+    for r in &busy {
+        assert!(
+            text(r).contains("this subject already runs its share of 2"),
+            "{}",
+            text(r)
+        );
+    }
+    gw.child.start_kill().unwrap();
+}
+
 #[tokio::test]
 async fn hash_token_reads_the_token_from_stdin() {
     for (input, code) in [(format!("{ALICE}\n"), 0), ("short\n".to_string(), 2)] {
