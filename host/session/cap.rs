@@ -127,6 +127,14 @@ impl Recency {
         self.lock().remove(id);
     }
 
+    /// Of `ids`, the one used least recently (one never touched first).
+    pub fn least_recent(&self, ids: &[Arc<str>]) -> Option<Arc<str>> {
+        let last = self.lock();
+        ids.iter()
+            .min_by_key(|id| last.get(&***id).copied())
+            .cloned()
+    }
+
     /// The sessions left alone for at least `idle`, longest first; entries
     /// older than `expired` (sessions rmcp has closed for idleness) are
     /// dropped on the way.

@@ -100,6 +100,54 @@ impl Gate {
         }
     }
 
+    /// Makes a place for a new session of `subject` in a full gateway when
+    /// another subject holds more places than it: that subject's session
+    /// used least recently is closed, idle or not (the largest holder
+    /// pays, so one subject cannot keep another out by holding every
+    /// place; repeated, the places even out). Whether a place is free now.
+    /// Without `[auth]` there are no subjects, and nothing is done.
+    async fn evict_for(&self, subject: Option<&crate::auth::Subject>) -> bool {
+        use rmcp::transport::streamable_http_server::SessionManager;
+        let Some(subject) = subject else {
+            return false;
+        };
+        let live: Vec<Arc<str>> = {
+            let sessions = self.manager.sessions.read().await;
+            sessions.keys().map(|id| Arc::from(id.as_ref())).collect()
+        };
+        let mut held: std::collections::HashMap<String, Vec<Arc<str>>> = Default::default();
+        for id in live {
+            if let Some(owner) = self.owners.owner(&id) {
+                held.entry(owner.id().to_string()).or_default().push(id);
+            }
+        }
+        let mine = held.get(subject.id()).map_or(0, Vec::len);
+        let Some((_, ids)) = held
+            .into_iter()
+            .filter(|(owner, ids)| owner != subject.id() && ids.len() > mine + 1)
+            .max_by_key(|(_, ids)| ids.len())
+        else {
+            return false;
+        };
+        let Some(id) = self.recency.least_recent(&ids) else {
+            return false;
+        };
+        self.recency.forget(&id);
+        self.owners.forget(&id);
+        if self.manager.close_session(&id).await.is_err() {
+            return false;
+        }
+        tracing::info!(
+            held = ids.len(),
+            "closed the least recently used HTTP session of the subject holding the most places, to let another subject in (sandbox.max_sessions)"
+        );
+        let started = std::time::Instant::now();
+        while self.cap.is_full() && started.elapsed() < EVICT_WAIT {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        !self.cap.is_full()
+    }
+
     /// Closes the session left alone longest, if one has been idle for
     /// `evict_idle`, and waits (briefly) for its place to come free;
     /// whether a place is free now.
@@ -196,7 +244,8 @@ pub async fn gate(
         };
         let opens = serde_json::from_slice::<serde_json::Value>(&bytes)
             .is_ok_and(|v| v["method"] == "initialize");
-        if opens && !gate.evict_one().await {
+        let subject_ref = parts.extensions.get::<crate::auth::Subject>();
+        if opens && !gate.evict_one().await && !gate.evict_for(subject_ref).await {
             let body = serde_json::json!({
                 "jsonrpc": "2.0",
                 "id": null,

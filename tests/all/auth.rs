@@ -615,6 +615,32 @@ async fn a_subjects_stateless_requests_share_one_share_of_slots() {
     gw.child.start_kill().unwrap();
 }
 
+/// Red team round 3, point 6 (session places): one subject holding every
+/// `max_sessions` place kept another at 503. The subject holding the most
+/// places now gives up its least recently used session to a subject that
+/// holds fewer; between equals, the gateway stays full.
+#[tokio::test]
+async fn one_subject_cannot_hold_every_session_place() {
+    let rate = Rate {
+        sandbox: "max_sessions = 2\n",
+        ..Rate::default()
+    };
+    let (mut gw, _) = Gateway::start_with("auth-place-share", &rate).await;
+    let _a1 = gw.client(ALICE).await;
+    let _a2 = gw.client(ALICE).await;
+    let bob = gw.post(Some(&format!("Bearer {BOB}"))).await;
+    assert_eq!(
+        bob.status(),
+        200,
+        "bob gets a place from alice, who held both"
+    );
+    let alice = gw.post(Some(&format!("Bearer {ALICE}"))).await;
+    assert_eq!(alice.status(), 503, "one place each: the gateway is full");
+    let said = alice.text().await.unwrap();
+    assert!(said.contains("sandbox.max_sessions"), "{said}");
+    gw.child.start_kill().unwrap();
+}
+
 #[tokio::test]
 async fn hash_token_reads_the_token_from_stdin() {
     for (input, code) in [(format!("{ALICE}\n"), 0), ("short\n".to_string(), 2)] {
